@@ -1,0 +1,53 @@
+# One runner for every check: people, pre-commit and CI use these targets.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+SETUP_STAMP := $(VENV)/.setup-done
+INBOX := $(CURDIR)/data/inbox
+SAMPLE_EVENTS ?= 2000
+TARGET ?= session
+
+export DBT_PROFILES_DIR := $(CURDIR)/profiles
+export DBT_PROJECT_DIR := $(CURDIR)
+DBT := $(BIN)/dbt
+
+.PHONY: help setup data run build docs test lint thrift-up thrift-down thrift-status clean
+
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+$(SETUP_STAMP): pyproject.toml constraints.txt scripts/setup.sh
+	@PYTHON=$(PYTHON) scripts/setup.sh
+
+setup: $(SETUP_STAMP) ## Check Java 17+, create .venv, install pinned packages (skipped when done)
+
+$(INBOX)/.batch-1: | $(SETUP_STAMP)
+	$(BIN)/python -m dynamic_ddl.sampledata --out $(INBOX) --events $(SAMPLE_EVENTS) --batch 1
+	@touch $@
+
+data: $(INBOX)/.batch-1 ## Generate sample JSON into data/inbox (skipped when present)
+
+run: setup data ## The main job: dbt build on the embedded target, docs, and a summary
+	$(DBT) build --target $(TARGET) --vars '{print_summary: true}'
+	$(DBT) docs generate --static --target $(TARGET) --quiet
+	@echo "Docs: file://$(CURDIR)/target/static_index.html (or: make docs-serve)"
+
+build: setup ## dbt build only (TARGET=session|thrift)
+	$(DBT) build --target $(TARGET)
+
+docs: setup ## Generate the static dbt docs site into target/
+	$(DBT) docs generate --static --target $(TARGET)
+
+test: setup lint ## The full test suite (lint, then pytest on a real Spark)
+	$(BIN)/pytest
+
+lint: setup ## sqlfluff on models and macros, ruff on Python
+	$(BIN)/sqlfluff lint models macros tests/data_tests
+	$(BIN)/ruff check plugins python_models tests
+	$(BIN)/ruff format --check plugins python_models tests
+
+clean: ## Remove dbt output and local Spark state (.local); keeps .venv and data
+	rm -rf target logs .local

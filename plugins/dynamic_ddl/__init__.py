@@ -1,0 +1,1 @@
+"""dynamic_ddl: structure for drifting JSON on Spark."""

@@ -1,0 +1,61 @@
+"""Profile fields of `type: dynamic_spark`: dbt-spark's, plus where state and Connect live."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+
+from dynamic_ddl import spark_conf
+
+CONNECT_URL_ENV = "DYNAMIC_DDL_CONNECT_URL"
+DEFAULT_CONNECT_PORT = 15002
+
+
+@dataclass
+class DynamicSparkCredentials(SparkCredentials):
+    """dbt-spark credentials that keep the profile's ANSI setting and pin local state.
+
+    Extra, optional profile fields:
+        state_dir: session target only; folder for the warehouse and the Derby
+            metastore (default: $DYNAMIC_DDL_STATE_DIR, else <project>/.local).
+        connect_url: thrift target only; the Spark Connect endpoint Python
+            models run on (default: $DYNAMIC_DDL_CONNECT_URL, else
+            sc://<host>:15002).
+    """
+
+    state_dir: str | None = None
+    connect_url: str | None = None
+
+    def __post_init__(self) -> None:
+        # dbt-spark forces ANSI off; we keep what the profile says (default on),
+        # so a bad cast fails loudly on every target.
+        ansi = str(self.server_side_parameters.get("spark.sql.ansi.enabled", spark_conf.ANSI_ENABLED))
+        if self.method == SparkConnectionMethod.SESSION and self.host is None:
+            self.host = "localhost"  # dbt-spark requires a host, a session has none
+        super().__post_init__()
+        self.server_side_parameters["spark.sql.ansi.enabled"] = ansi.lower()
+        if self.method == SparkConnectionMethod.SESSION:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # bind the embedded JVM locally
+            state = Path(self.state_dir).resolve() if self.state_dir else spark_conf.default_state_dir()
+            self.state_dir = str(state)
+            defaults = spark_conf.all_settings(state)
+            self.server_side_parameters = {**defaults, **self.server_side_parameters}
+
+    @property
+    def type(self) -> str:
+        return "dynamic_spark"
+
+    @property
+    def resolved_connect_url(self) -> str:
+        """The Spark Connect URL Python models use on a non-session target."""
+        return (
+            self.connect_url
+            or os.environ.get(CONNECT_URL_ENV)
+            or f"sc://{self.host}:{DEFAULT_CONNECT_PORT}"
+        )
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return (*super()._connection_keys(), "state_dir", "connect_url")

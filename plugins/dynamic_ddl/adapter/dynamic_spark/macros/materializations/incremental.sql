@@ -1,0 +1,66 @@
+{#
+    Incremental materialization: dbt-spark's, with two changes.
+
+    - A first build, a full refresh, or replacing a view builds under a
+      staging name and swaps in (see the table materialization), so a failed
+      rebuild keeps the live table.
+    - Python models run for the new rows into `<name>__dbt_tmp`, a real table
+      (a Python model may run in another session, which cannot see temp views);
+      it is dropped after the merge.
+#}
+{% materialization incremental, adapter='dynamic_spark', supported_languages=['sql', 'python'] -%}
+    {%- set raw_file_format = config.get('file_format', default='parquet') -%}
+    {%- set raw_strategy = config.get('incremental_strategy') or 'append' -%}
+    {%- set grant_config = config.get('grants') -%}
+
+    {%- set file_format = dbt_spark_validate_get_file_format(raw_file_format) -%}
+    {%- set strategy = dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) -%}
+
+    {%- set unique_key = config.get('unique_key', none) -%}
+    {%- set partition_by = config.get('partition_by', none) -%}
+    {%- set language = model['language'] -%}
+    {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
+    {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing_relation = load_relation(this) -%}
+    {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}) -%}
+    {%- if language == 'sql' -%}
+        {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
+    {%- endif -%}
+
+    {%- if strategy in ['insert_overwrite', 'microbatch'] and partition_by -%}
+        {%- call statement() -%}
+            set spark.sql.sources.partitionOverwriteMode = DYNAMIC
+        {%- endcall -%}
+    {%- endif -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+        {%- set staging_relation = dynamic_spark_build_staged(target_relation, compiled_code, language) -%}
+        {% do dynamic_spark_swap_in(staging_relation, target_relation, existing_relation) %}
+        {% do persist_constraints(target_relation, model) %}
+    {%- else -%}
+        {%- if language == 'python' -%}
+            {% do adapter.drop_relation(tmp_relation) %}
+        {%- endif -%}
+        {%- call statement('create_tmp_relation', language=language) -%}
+            {{ create_table_as(True, tmp_relation, compiled_code, language) }}
+        {%- endcall -%}
+        {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+        {%- call statement('main') -%}
+            {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
+        {%- endcall -%}
+        {%- if language == 'python' -%}
+            {% do adapter.drop_relation(tmp_relation) %}
+        {%- endif -%}
+    {%- endif -%}
+
+    {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}
+    {% do apply_grants(target_relation, grant_config, should_revoke) %}
+    {% do persist_docs(target_relation, model) %}
+
+    {{ run_hooks(post_hooks) }}
+
+    {{ return({'relations': [target_relation]}) }}
+{%- endmaterialization %}

@@ -1,0 +1,78 @@
+"""The dynamic_spark adapter: dbt-spark, plus Python models on open-source Spark."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.base.impl import AdapterTrackingRelationInfo
+from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.spark import SparkAdapter
+from dbt.adapters.spark.connections import SparkConnectionMethod
+
+from dynamic_ddl.adapter.connections import DynamicSparkConnectionManager
+from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
+
+
+class DynamicSparkAdapter(SparkAdapter):
+    """SparkAdapter with `session` and `connect` Python submission methods.
+
+    The method follows the target: a `session` target runs Python models on
+    its own in-process SparkSession; any other target runs them over Spark
+    Connect on the server that also serves its SQL.
+    """
+
+    ConnectionManager = DynamicSparkConnectionManager
+
+    @property
+    def default_python_submission_method(self) -> str:
+        if self.config.credentials.method == SparkConnectionMethod.SESSION:
+            return "session"
+        return "connect"
+
+    @property
+    def python_submission_helpers(self) -> dict[str, type[PythonJobHelper]]:
+        return {
+            **super().python_submission_helpers,
+            "session": SessionPythonJobHelper,
+            "connect": ConnectPythonJobHelper,
+        }
+
+    @classmethod
+    def get_adapter_run_info(cls, config: Any) -> AdapterTrackingRelationInfo:
+        # The base class derives the module name from the class name
+        # ("dynamicspark"); ours is the adapter type.
+        return AdapterTrackingRelationInfo(
+            adapter_name=cls.type(),
+            base_adapter_version=import_module("dbt.adapters.__about__").version,
+            adapter_version=import_module(f"dbt.adapters.{cls.type()}.__version__").version,
+            model_adapter_details=cls._get_adapter_specific_run_info(config),
+        )
+
+    def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
+        return AdapterResponse(_message="OK", code="OK")
+
+    @available
+    def swap_in_table(self, staging: Any, target: Any, existing: Any) -> None:
+        """Replace `existing` (or nothing) at `target` by the built `staging` table.
+
+        Renames are metadata operations: the live name is missing only between
+        two renames, and a failed second rename puts the old table back.
+        """
+        if existing is None:
+            self.rename_relation(staging, target)
+            return
+        if existing.is_view:
+            self.drop_relation(existing)
+            self.rename_relation(staging, target)
+            return
+        backup = target.incorporate(path={"identifier": f"{target.identifier}__dbt_old"})
+        self.drop_relation(backup)
+        self.rename_relation(existing, backup)
+        try:
+            self.rename_relation(staging, target)
+        except Exception:
+            self.rename_relation(backup, target)
+            raise
+        self.drop_relation(backup)

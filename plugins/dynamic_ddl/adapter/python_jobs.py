@@ -1,0 +1,105 @@
+"""Run a compiled dbt Python model on open-source Spark.
+
+dbt compiles a Python model into one script: the model's own code, then a
+postfix that calls `model(dbt, spark)` and writes the result. The script
+expects a global `spark`. Two ways to supply it:
+
+- session: the SparkSession the SQL models use in this process (one JVM,
+  one catalog, temp views shared);
+- connect: a Spark Connect session on the server that serves the target's
+  SQL over Thrift (one driver, one catalog).
+"""
+
+from __future__ import annotations
+
+import linecache
+import threading
+import traceback
+from typing import Any
+
+from dbt.adapters.base import PythonJobHelper
+from dbt_common.exceptions import DbtRuntimeError
+
+from dynamic_ddl import spark_conf
+
+_connect_sessions: dict[str, Any] = {}
+_connect_lock = threading.Lock()
+
+
+def run_model_script(compiled_code: str, spark: Any, model: dict) -> None:
+    """Execute a compiled Python model with `spark` bound; failures keep the model's traceback.
+
+    The model's code comes first in the compiled script, so the line numbers
+    in the traceback are the lines of the model's .py file.
+    """
+    filename = model.get("original_file_path") or f"<python model {model['name']}>"
+    lines = compiled_code.splitlines(keepends=True)
+    # mtime None: linecache keeps our copy rather than re-reading the file.
+    linecache.cache[filename] = (len(compiled_code), None, lines, filename)
+    code = compile(compiled_code, filename, "exec")
+    try:
+        exec(code, {"spark": spark, "__name__": "__dbt_python_model__"})
+    except Exception as error:
+        raise DbtRuntimeError(
+            f"Python model '{model['name']}' failed; the table it writes was left as it was.\n"
+            + model_traceback(error)
+        ) from None
+
+
+def model_traceback(error: BaseException) -> str:
+    """The traceback of an error raised inside a model, without this module's frame."""
+    tb = error.__traceback__
+    tb = tb.tb_next if tb is not None else None  # skip run_model_script's exec frame
+    return "".join(traceback.format_exception(type(error), error, tb))
+
+
+def connect_session(url: str) -> Any:
+    """One Spark Connect session per URL for the whole dbt invocation."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    with _connect_lock:
+        session = _connect_sessions.get(url)
+        if session is not None and not session.is_stopped:
+            return session
+        try:
+            # The Connect builder directly: a classic session may exist in this
+            # process (tests run both targets), and the generic builder refuses.
+            session = ConnectSession.builder.remote(url).create()
+            for key, value in spark_conf.session_settings().items():
+                session.conf.set(key, value)
+        except Exception as error:
+            raise DbtRuntimeError(
+                f"Cannot reach Spark Connect at {url} to run Python models: {error}\n"
+                "Start the local server with `make thrift-up` (it serves Thrift and "
+                "Connect), or set connect_url in the profile / DYNAMIC_DDL_CONNECT_URL."
+            ) from None
+        _connect_sessions[url] = session
+        return session
+
+
+class SessionPythonJobHelper(PythonJobHelper):
+    """Runs a Python model on the in-process SparkSession of the `session` target."""
+
+    def __init__(self, parsed_model: dict, credentials: Any) -> None:
+        self.parsed_model = parsed_model
+        self.credentials = credentials
+
+    def submit(self, compiled_code: str) -> None:
+        from pyspark.sql import SparkSession
+
+        # The SQL models' session exists already (dbt opened a connection);
+        # getOrCreate with no options returns it unchanged.
+        spark = SparkSession.builder.getOrCreate()
+        run_model_script(compiled_code, spark, self.parsed_model)
+
+
+class ConnectPythonJobHelper(PythonJobHelper):
+    """Runs a Python model over Spark Connect, next to the target's Thrift SQL."""
+
+    def __init__(self, parsed_model: dict, credentials: Any) -> None:
+        self.parsed_model = parsed_model
+        self.credentials = credentials
+
+    def submit(self, compiled_code: str) -> None:
+        spark = connect_session(self.credentials.resolved_connect_url)
+        run_model_script(compiled_code, spark, self.parsed_model)

@@ -1,0 +1,231 @@
+"""Deterministic sample JSON for the three topics, with drift and malformed lines.
+
+Batch 1 is the base shape. Batch 2 and later drift the way real providers do:
+`device_events` gains attributes, turns `_data.record.id` from an int into a
+string, drops `_data.gps.alt_m` and nests deeper; `app_attributes` gains keys;
+`device_state` gains a delete marker. Later batches also carry late events for
+days already delivered. About 0.5% of lines in every file are malformed (see
+MALFORMED_KINDS); every line is still one line, so line counts stay exact.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from dynamic_ddl.sampledata.reference import Reference
+
+TOPICS = ("device_events", "app_attributes", "device_state")
+MALFORMED_RATE = 0.005
+MALFORMED_KINDS = ("truncated_json", "json_array", "json_scalar", "invalid_utf8")
+FIRST_DAY = date(2026, 11, 1)
+DAYS_PER_BATCH = 3
+
+FIRST_NAMES = ["John", "Ana", "Wei", "Priya", "Lars", "Amara", "Diego", "Yuki", "Sofia", "Omar"]
+LAST_NAMES = ["Fork", "Silva", "Chen", "Patel", "Berg", "Okafor", "Ruiz", "Sato", "Rossi", "Haddad"]
+PLACES = [("California", "san Mateo"), ("Texas", "Austin"), ("Ontario", "Toronto"),
+          ("Bavaria", "Munich"), ("Tokyo", "Shibuya"), ("New South Wales", "Sydney")]
+EVENT_TYPES = ["power_on", "capture", "capture", "capture", "upload", "error"]
+MEDIA_TYPES = ["video", "photo", "timelapse"]
+BASE_KEYS = ["first_name", "last_name", "city", "state", "email", "language", "app_version"]
+DRIFT_KEYS = ["theme", "notifications_enabled", "subscription_tier", "storage_used_gb"]
+
+
+@dataclass(frozen=True)
+class Device:
+    serial: str
+    model: str
+    firmware: str
+    country: str
+    owner_id: int
+    first_name: str
+    last_name: str
+    state: str
+    city: str
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    """What to generate: `events` device events per batch; the other topics scale with it."""
+
+    out_dir: Path
+    events: int = 2000
+    batch: int = 1
+    seed: int = 42
+    gzip: bool = False
+    file_events: int = 50_000
+
+
+def fleet(reference: Reference, seed: int, size: int) -> list[Device]:
+    """The same devices for every batch of one seed."""
+    rng = random.Random(seed)
+    models = sorted(reference.firmware_by_model)
+    devices = []
+    for index in range(size):
+        model = rng.choice(models)
+        state, city = rng.choice(PLACES)
+        devices.append(Device(
+            serial=f"SN{rng.getrandbits(40):010X}",
+            model=model,
+            firmware=rng.choice(reference.firmware_by_model[model] or ["0.0.0"]),
+            country=rng.choice(reference.countries),
+            owner_id=index + 1,
+            first_name=rng.choice(FIRST_NAMES),
+            last_name=rng.choice(LAST_NAMES),
+            state=state,
+            city=city,
+        ))
+    return devices
+
+
+def batch_days(batch: int) -> list[date]:
+    """Days a batch covers: its own three, plus (after batch 1) the last day of the previous."""
+    start = FIRST_DAY + timedelta(days=DAYS_PER_BATCH * (batch - 1))
+    days = [start + timedelta(days=offset) for offset in range(DAYS_PER_BATCH)]
+    return ([start - timedelta(days=1)] if batch > 1 else []) + days
+
+
+def _timestamp(rng: random.Random, day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(seconds=rng.randrange(86_400))
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def device_event(rng: random.Random, device: Device, moment: datetime, batch: int, seq: int) -> dict:
+    """One nested event in the envelope of the Dynamic DDL talk."""
+    event_type = rng.choice(EVENT_TYPES + (["firmware_update"] if batch > 1 else []))
+    record = {"id": device.owner_id, "first_name": device.first_name, "last_name": device.last_name,
+              "state": device.state, "city": device.city,
+              "email": f"{device.first_name}.{device.last_name}{device.owner_id}@example.com".lower()}
+    battery = {"level_pct": rng.randint(3, 100), "temperature_c": round(rng.uniform(18, 48), 1),
+               "charging": rng.random() < 0.2}
+    gps = {"lat": round(rng.uniform(-60, 70), 5), "lon": round(rng.uniform(-170, 170), 5)}
+    media = []
+    if event_type == "capture":
+        media = [{"media_id": f"m{batch}-{seq}-{i}", "type": rng.choice(MEDIA_TYPES),
+                  "duration_s": round(rng.uniform(0, 300), 1), "size_bytes": rng.randint(10**5, 4 * 10**9)}
+                 for i in range(rng.randint(1, 3))]
+    data = {"event": {"id": f"e{batch}-{seq:09d}", "type": event_type},
+            "record": record,
+            "device": {"serial": device.serial, "model": device.model, "firmware": device.firmware,
+                       "battery": battery},
+            "gps": gps, "country": device.country,
+            "ip": f"198.51.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+            "media": media, "log_ts": _iso(moment)}
+    if batch == 1:
+        gps["alt_m"] = round(rng.uniform(0, 3000), 1)
+    else:
+        record["id"] = str(device.owner_id)  # the provider turned an int into a string
+        battery["cycle_count"] = rng.randint(1, 900)  # a new attribute
+        data["network"] = {"type": rng.choice(["wifi", "ble", "lte"]), "rssi": rng.randint(-90, -30)}
+        data["device"]["sensors"] = {"imu": {"gyro": {"x": round(rng.gauss(0, 1), 3),
+                                                      "y": round(rng.gauss(0, 1), 3),
+                                                      "z": round(rng.gauss(0, 1), 3)}}}  # deeper
+    return {"_data": data}
+
+
+def app_attribute_records(rng: random.Random, device: Device, moment: datetime, batch: int) -> list[dict]:
+    """Key/value records for one app user; the key set grows in later batches."""
+    values = {"first_name": device.first_name, "last_name": device.last_name, "city": device.city,
+              "state": device.state, "email": f"user{device.owner_id}@example.com",
+              "language": rng.choice(["en", "de", "ja", "pt"]), "app_version": f"5.{batch}.{rng.randint(0, 9)}",
+              "theme": rng.choice(["dark", "light"]),
+              "notifications_enabled": rng.choice(["true", "false"]),
+              "subscription_tier": rng.choice(["free", "plus", "pro"]),
+              "storage_used_gb": str(round(rng.uniform(0, 500), 2))}
+    keys = BASE_KEYS + (DRIFT_KEYS if batch > 1 else [])
+    chosen = rng.sample(keys, k=rng.randint(2, 4))
+    return [{"record_key": key, "record_value": values[key], "id": str(device.owner_id),
+             "log_ts": _iso(moment)} for key in chosen]
+
+
+def device_state_record(rng: random.Random, device: Device, moment: datetime, batch: int) -> dict:
+    """A state snapshot keyed by serial; `updated_at` orders updates, which may arrive late."""
+    record = {"serial": device.serial,
+              "state": {"battery_pct": rng.randint(0, 100), "storage_free_mb": rng.randint(0, 256_000),
+                        "firmware": device.firmware, "mode": rng.choice(["video", "photo", "idle"])},
+              "updated_at": _iso(moment)}
+    if batch > 1 and rng.random() < 0.02:
+        record["deleted"] = True  # device decommissioned
+    return record
+
+
+def malformed_line(rng: random.Random, good: bytes) -> tuple[bytes, str]:
+    """A broken variant of a good line, and the kind of damage."""
+    kind = rng.choice(MALFORMED_KINDS)
+    if kind == "truncated_json":
+        return good[: max(1, len(good) // 2)], kind
+    if kind == "json_array":
+        return b"[" + good + b"]", kind
+    if kind == "json_scalar":
+        return json.dumps(rng.choice([42, "device offline", True, None])).encode(), kind
+    return good.replace(b'"', b'"\xff\xfe', 1), kind
+
+
+def topic_records(topic: str, config: GeneratorConfig, devices: list[Device]) -> Iterator[tuple[date, dict]]:
+    """(day, record) pairs for one topic and batch, deterministic for the seed."""
+    rng = random.Random(f"{config.seed}-{config.batch}-{topic}")
+    days = batch_days(config.batch)
+    if topic == "device_events":
+        for seq in range(config.events):
+            day = rng.choice(days)
+            yield day, device_event(rng, rng.choice(devices), _timestamp(rng, day), config.batch, seq)
+    elif topic == "app_attributes":
+        for _ in range(max(1, config.events // 4)):
+            day = rng.choice(days)
+            for record in app_attribute_records(rng, rng.choice(devices), _timestamp(rng, day), config.batch):
+                yield day, record
+    elif topic == "device_state":
+        for _ in range(max(1, config.events // 4)):
+            device = rng.choice(devices[: max(1, len(devices) // 2)])  # few devices, many updates
+            day = rng.choice(days)
+            moment = _timestamp(rng, day)
+            yield day, device_state_record(rng, device, moment, config.batch)
+            if rng.random() < 0.1:  # an older update that arrives after this one
+                yield day, device_state_record(rng, device, moment - timedelta(hours=rng.randint(1, 30)),
+                                               config.batch)
+    else:
+        raise ValueError(f"Unknown topic {topic!r}; known topics: {', '.join(TOPICS)}.")
+
+
+def write_topic(topic: str, config: GeneratorConfig, devices: list[Device]) -> dict[str, int]:
+    """Write one topic's batch as JSON-lines files per day; return line counts."""
+    rng = random.Random(f"{config.seed}-{config.batch}-{topic}-malformed")
+    by_day: dict[date, list[bytes]] = {}
+    counts = {"lines": 0, "malformed": 0, "files": 0}
+    for day, record in topic_records(topic, config, devices):
+        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
+        if rng.random() < MALFORMED_RATE:
+            line, _ = malformed_line(rng, line)
+            counts["malformed"] += 1
+        by_day.setdefault(day, []).append(line)
+        counts["lines"] += 1
+        if counts["lines"] % 100_000 == 0:
+            print(f"  {topic}: {counts['lines']:,} lines generated", file=sys.stderr)
+    for day, lines in sorted(by_day.items()):
+        folder = config.out_dir / topic / f"dt={day.isoformat()}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for part, start in enumerate(range(0, len(lines), config.file_events)):
+            name = f"part-b{config.batch:03d}-{part:04d}.json" + (".gz" if config.gzip else "")
+            payload = b"\n".join(lines[start:start + config.file_events]) + b"\n"
+            opener = gzip.open if config.gzip else open
+            with opener(folder / name, "wb") as handle:
+                handle.write(payload)
+            counts["files"] += 1
+            print(f"  wrote {folder / name} ({min(config.file_events, len(lines) - start)} lines)",
+                  file=sys.stderr)
+    return counts
+
+
+def generate(config: GeneratorConfig, reference: Reference) -> dict[str, dict[str, int]]:
+    """Write every topic for one batch; return per-topic counts of lines, malformed lines, files."""
+    devices = fleet(reference, config.seed, size=max(10, config.events // 20))
+    return {topic: write_topic(topic, config, devices) for topic in TOPICS}

@@ -1,0 +1,70 @@
+"""Spark settings shared by every way this project starts Spark.
+
+The embedded dbt session, the Thrift + Connect server and the test
+SparkSession all take their settings from here, so a query behaves the same
+on every target (ANSI on, UTC, the same shuffle width) and local state always
+lands under one absolute folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# ANSI on: a cast that cannot hold a value raises instead of returning NULL.
+# Code that wants NULL on failure says so with try_cast / try_* functions.
+ANSI_ENABLED = "true"
+
+STATE_DIR_ENV = "DYNAMIC_DDL_STATE_DIR"
+LOG4J_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+
+
+def project_root() -> Path:
+    """The folder holding dbt_project.yml (this package lives in <root>/plugins)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def default_state_dir() -> Path:
+    """Where warehouse, metastore and server files live: $DYNAMIC_DDL_STATE_DIR or <root>/.local."""
+    configured = os.environ.get(STATE_DIR_ENV)
+    return Path(configured).resolve() if configured else project_root() / ".local"
+
+
+def session_settings() -> dict[str, str]:
+    """SQL settings that must match on every target (settable per session)."""
+    return {
+        "spark.sql.ansi.enabled": ANSI_ENABLED,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    }
+
+
+def engine_settings(state_dir: Path) -> dict[str, str]:
+    """Settings fixed when the JVM starts: catalog, warehouse, metastore, binding.
+
+    Example:
+        >>> engine_settings(Path("/srv/ddl/.local"))["spark.sql.warehouse.dir"]
+        '/srv/ddl/.local/warehouse'
+    """
+    state_dir = Path(state_dir).resolve()
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(state_dir / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
+        ),
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={state_dir} -Dderby.stream.error.file={state_dir / 'derby.log'} "
+            f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+        ),
+        "spark.ui.enabled": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.sql.legacy.createHiveTableByDefault": "false",
+    }
+
+
+def all_settings(state_dir: Path) -> dict[str, str]:
+    """Engine and session settings together, as given to a new embedded session."""
+    return {**engine_settings(state_dir), **session_settings()}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Make this machine ready: Java 17+, Python 3.11+, .venv with the pinned packages.
+# Called by `make setup` (and so by `make run` / `make test`) when .venv is missing
+# or pyproject.toml / constraints.txt changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+java_major() {
+    java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
+}
+
+ensure_java() {
+    if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "==> Java 17+ not found; installing openjdk-17-jre-headless with apt"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+        return
+    fi
+    echo "ERROR: Spark 4 needs Java 17 or newer, and none was found on PATH." >&2
+    echo "Fix: install it (Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless)," >&2
+    echo "or set JAVA_HOME and put \$JAVA_HOME/bin on PATH, then run make again." >&2
+    exit 1
+}
+
+ensure_python() {
+    PYTHON=${PYTHON:-python3}
+    if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        echo "ERROR: pyspark 4.3 needs Python 3.11 or newer; '$PYTHON' is $("$PYTHON" --version 2>&1)." >&2
+        echo "Fix: install Python 3.11+ and run: make PYTHON=/path/to/python3.11 run" >&2
+        exit 1
+    fi
+}
+
+ensure_java
+ensure_python
+if [ ! -x .venv/bin/python ]; then
+    echo "==> Creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+echo "==> Installing pinned packages into .venv (the first time builds pyspark: a few minutes)"
+.venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+touch .venv/.setup-done
+echo "==> Setup done"
