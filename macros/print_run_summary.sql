@@ -20,8 +20,9 @@
                 identifier=result.node.alias
             ) -%}
             {%- if relation is not none -%}
-                {%- set counted = run_query('select count(*) from ' ~ relation) -%}
-                {%- do lines.append('  ' ~ (relation ~ ' ').ljust(56, '.') ~ ' ' ~ '{:>12,}'.format(counted.columns[0].values()[0]) ~ ' rows') -%}
+                {%- set row_count = run_query('select count(*) from ' ~ relation).columns[0].values()[0] -%}
+                {%- set label = (relation ~ ' ').ljust(56, '.') -%}
+                {%- do lines.append('  ' ~ label ~ ' ' ~ '{:>12,}'.format(row_count) ~ ' rows') -%}
             {%- endif -%}
         {%- endfor -%}
         {%- do log('Tables built this run (' ~ (lines | length) ~ '):\n' ~ (lines | join('\n')), info=True) -%}

@@ -32,14 +32,18 @@ class DynamicSparkCredentials(SparkCredentials):
     def __post_init__(self) -> None:
         # dbt-spark forces ANSI off; we keep what the profile says (default on),
         # so a bad cast fails loudly on every target.
-        ansi = str(self.server_side_parameters.get("spark.sql.ansi.enabled", spark_conf.ANSI_ENABLED))
+        ansi = str(
+            self.server_side_parameters.get("spark.sql.ansi.enabled", spark_conf.ANSI_ENABLED)
+        )
         if self.method == SparkConnectionMethod.SESSION and self.host is None:
             self.host = "localhost"  # dbt-spark requires a host, a session has none
         super().__post_init__()
         self.server_side_parameters["spark.sql.ansi.enabled"] = ansi.lower()
         if self.method == SparkConnectionMethod.SESSION:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # bind the embedded JVM locally
-            state = Path(self.state_dir).resolve() if self.state_dir else spark_conf.default_state_dir()
+            state = (
+                Path(self.state_dir).resolve() if self.state_dir else spark_conf.default_state_dir()
+            )
             self.state_dir = str(state)
             defaults = spark_conf.all_settings(state)
             self.server_side_parameters = {**defaults, **self.server_side_parameters}

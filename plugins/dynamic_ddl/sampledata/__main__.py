@@ -16,10 +16,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Write deterministic sample JSON-lines files to <out>/<topic>/dt=YYYY-MM-DD/.",
     )
     parser.add_argument("--out", type=Path, default=Path("data/inbox"), help="inbox folder")
-    parser.add_argument("--events", type=int, default=2000,
-                        help="device events per batch (other topics scale with it)")
-    parser.add_argument("--batch", type=int, default=1,
-                        help="1 = base shape; 2 and later = drifted shape plus late events")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=2000,
+        help="device events per batch (other topics scale with it)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        help="1 = base shape; 2 and later = drifted shape plus late events",
+    )
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--gzip", action="store_true", help="write .json.gz files")
     parser.add_argument("--file-events", type=int, default=50_000, help="lines per file at most")
@@ -31,14 +39,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    config = GeneratorConfig(out_dir=args.out.resolve(), events=args.events, batch=args.batch,
-                             seed=args.seed, gzip=args.gzip, file_events=args.file_events)
-    print(f"Generating batch {config.batch} ({config.events} device events) into {config.out_dir}",
-          file=sys.stderr)
+    config = GeneratorConfig(
+        out_dir=args.out.resolve(),
+        events=args.events,
+        batch=args.batch,
+        seed=args.seed,
+        gzip=args.gzip,
+        file_events=args.file_events,
+    )
+    print(
+        f"Generating batch {config.batch} ({config.events} device events) into {config.out_dir}",
+        file=sys.stderr,
+    )
     counts = generate(config, load_reference())
     for topic, topic_counts in counts.items():
-        print(f"{topic}: {topic_counts['lines']} lines ({topic_counts['malformed']} malformed) "
-              f"in {topic_counts['files']} files")
+        print(
+            f"{topic}: {topic_counts['lines']} lines ({topic_counts['malformed']} malformed) "
+            f"in {topic_counts['files']} files"
+        )
     return 0
 
 

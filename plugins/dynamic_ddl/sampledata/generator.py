@@ -29,8 +29,14 @@ DAYS_PER_BATCH = 3
 
 FIRST_NAMES = ["John", "Ana", "Wei", "Priya", "Lars", "Amara", "Diego", "Yuki", "Sofia", "Omar"]
 LAST_NAMES = ["Fork", "Silva", "Chen", "Patel", "Berg", "Okafor", "Ruiz", "Sato", "Rossi", "Haddad"]
-PLACES = [("California", "san Mateo"), ("Texas", "Austin"), ("Ontario", "Toronto"),
-          ("Bavaria", "Munich"), ("Tokyo", "Shibuya"), ("New South Wales", "Sydney")]
+PLACES = [
+    ("California", "san Mateo"),
+    ("Texas", "Austin"),
+    ("Ontario", "Toronto"),
+    ("Bavaria", "Munich"),
+    ("Tokyo", "Shibuya"),
+    ("New South Wales", "Sydney"),
+]
 EVENT_TYPES = ["power_on", "capture", "capture", "capture", "upload", "error"]
 MEDIA_TYPES = ["video", "photo", "timelapse"]
 BASE_KEYS = ["first_name", "last_name", "city", "state", "email", "language", "app_version"]
@@ -70,17 +76,19 @@ def fleet(reference: Reference, seed: int, size: int) -> list[Device]:
     for index in range(size):
         model = rng.choice(models)
         state, city = rng.choice(PLACES)
-        devices.append(Device(
-            serial=f"SN{rng.getrandbits(40):010X}",
-            model=model,
-            firmware=rng.choice(reference.firmware_by_model[model] or ["0.0.0"]),
-            country=rng.choice(reference.countries),
-            owner_id=index + 1,
-            first_name=rng.choice(FIRST_NAMES),
-            last_name=rng.choice(LAST_NAMES),
-            state=state,
-            city=city,
-        ))
+        devices.append(
+            Device(
+                serial=f"SN{rng.getrandbits(40):010X}",
+                model=model,
+                firmware=rng.choice(reference.firmware_by_model[model] or ["0.0.0"]),
+                country=rng.choice(reference.countries),
+                owner_id=index + 1,
+                first_name=rng.choice(FIRST_NAMES),
+                last_name=rng.choice(LAST_NAMES),
+                state=state,
+                city=city,
+            )
+        )
     return devices
 
 
@@ -92,67 +100,123 @@ def batch_days(batch: int) -> list[date]:
 
 
 def _timestamp(rng: random.Random, day: date) -> datetime:
-    return datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(seconds=rng.randrange(86_400))
+    return datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(
+        seconds=rng.randrange(86_400)
+    )
 
 
 def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def device_event(rng: random.Random, device: Device, moment: datetime, batch: int, seq: int) -> dict:
+def device_event(
+    rng: random.Random, device: Device, moment: datetime, batch: int, seq: int
+) -> dict:
     """One nested event in the envelope of the Dynamic DDL talk."""
     event_type = rng.choice(EVENT_TYPES + (["firmware_update"] if batch > 1 else []))
-    record = {"id": device.owner_id, "first_name": device.first_name, "last_name": device.last_name,
-              "state": device.state, "city": device.city,
-              "email": f"{device.first_name}.{device.last_name}{device.owner_id}@example.com".lower()}
-    battery = {"level_pct": rng.randint(3, 100), "temperature_c": round(rng.uniform(18, 48), 1),
-               "charging": rng.random() < 0.2}
+    record = {
+        "id": device.owner_id,
+        "first_name": device.first_name,
+        "last_name": device.last_name,
+        "state": device.state,
+        "city": device.city,
+        "email": f"{device.first_name}.{device.last_name}{device.owner_id}@example.com".lower(),
+    }
+    battery = {
+        "level_pct": rng.randint(3, 100),
+        "temperature_c": round(rng.uniform(18, 48), 1),
+        "charging": rng.random() < 0.2,
+    }
     gps = {"lat": round(rng.uniform(-60, 70), 5), "lon": round(rng.uniform(-170, 170), 5)}
     media = []
     if event_type == "capture":
-        media = [{"media_id": f"m{batch}-{seq}-{i}", "type": rng.choice(MEDIA_TYPES),
-                  "duration_s": round(rng.uniform(0, 300), 1), "size_bytes": rng.randint(10**5, 4 * 10**9)}
-                 for i in range(rng.randint(1, 3))]
-    data = {"event": {"id": f"e{batch}-{seq:09d}", "type": event_type},
-            "record": record,
-            "device": {"serial": device.serial, "model": device.model, "firmware": device.firmware,
-                       "battery": battery},
-            "gps": gps, "country": device.country,
-            "ip": f"198.51.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
-            "media": media, "log_ts": _iso(moment)}
+        media = [
+            {
+                "media_id": f"m{batch}-{seq}-{i}",
+                "type": rng.choice(MEDIA_TYPES),
+                "duration_s": round(rng.uniform(0, 300), 1),
+                "size_bytes": rng.randint(10**5, 4 * 10**9),
+            }
+            for i in range(rng.randint(1, 3))
+        ]
+    data = {
+        "event": {"id": f"e{batch}-{seq:09d}", "type": event_type},
+        "record": record,
+        "device": {
+            "serial": device.serial,
+            "model": device.model,
+            "firmware": device.firmware,
+            "battery": battery,
+        },
+        "gps": gps,
+        "country": device.country,
+        "ip": f"198.51.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+        "media": media,
+        "log_ts": _iso(moment),
+    }
     if batch == 1:
         gps["alt_m"] = round(rng.uniform(0, 3000), 1)
     else:
         record["id"] = str(device.owner_id)  # the provider turned an int into a string
         battery["cycle_count"] = rng.randint(1, 900)  # a new attribute
-        data["network"] = {"type": rng.choice(["wifi", "ble", "lte"]), "rssi": rng.randint(-90, -30)}
-        data["device"]["sensors"] = {"imu": {"gyro": {"x": round(rng.gauss(0, 1), 3),
-                                                      "y": round(rng.gauss(0, 1), 3),
-                                                      "z": round(rng.gauss(0, 1), 3)}}}  # deeper
+        data["network"] = {
+            "type": rng.choice(["wifi", "ble", "lte"]),
+            "rssi": rng.randint(-90, -30),
+        }
+        data["device"]["sensors"] = {
+            "imu": {
+                "gyro": {
+                    "x": round(rng.gauss(0, 1), 3),
+                    "y": round(rng.gauss(0, 1), 3),
+                    "z": round(rng.gauss(0, 1), 3),
+                }
+            }
+        }  # deeper
     return {"_data": data}
 
 
-def app_attribute_records(rng: random.Random, device: Device, moment: datetime, batch: int) -> list[dict]:
+def app_attribute_records(
+    rng: random.Random, device: Device, moment: datetime, batch: int
+) -> list[dict]:
     """Key/value records for one app user; the key set grows in later batches."""
-    values = {"first_name": device.first_name, "last_name": device.last_name, "city": device.city,
-              "state": device.state, "email": f"user{device.owner_id}@example.com",
-              "language": rng.choice(["en", "de", "ja", "pt"]), "app_version": f"5.{batch}.{rng.randint(0, 9)}",
-              "theme": rng.choice(["dark", "light"]),
-              "notifications_enabled": rng.choice(["true", "false"]),
-              "subscription_tier": rng.choice(["free", "plus", "pro"]),
-              "storage_used_gb": str(round(rng.uniform(0, 500), 2))}
+    values = {
+        "first_name": device.first_name,
+        "last_name": device.last_name,
+        "city": device.city,
+        "state": device.state,
+        "email": f"user{device.owner_id}@example.com",
+        "language": rng.choice(["en", "de", "ja", "pt"]),
+        "app_version": f"5.{batch}.{rng.randint(0, 9)}",
+        "theme": rng.choice(["dark", "light"]),
+        "notifications_enabled": rng.choice(["true", "false"]),
+        "subscription_tier": rng.choice(["free", "plus", "pro"]),
+        "storage_used_gb": str(round(rng.uniform(0, 500), 2)),
+    }
     keys = BASE_KEYS + (DRIFT_KEYS if batch > 1 else [])
     chosen = rng.sample(keys, k=rng.randint(2, 4))
-    return [{"record_key": key, "record_value": values[key], "id": str(device.owner_id),
-             "log_ts": _iso(moment)} for key in chosen]
+    return [
+        {
+            "record_key": key,
+            "record_value": values[key],
+            "id": str(device.owner_id),
+            "log_ts": _iso(moment),
+        }
+        for key in chosen
+    ]
 
 
 def device_state_record(rng: random.Random, device: Device, moment: datetime, batch: int) -> dict:
     """A state snapshot keyed by serial; `updated_at` orders updates, which may arrive late."""
-    record = {"serial": device.serial,
-              "state": {"battery_pct": rng.randint(0, 100), "storage_free_mb": rng.randint(0, 256_000),
-                        "firmware": device.firmware, "mode": rng.choice(["video", "photo", "idle"])},
-              "updated_at": _iso(moment)}
+    record = {
+        "serial": device.serial,
+        "state": {
+            "battery_pct": rng.randint(0, 100),
+            "storage_free_mb": rng.randint(0, 256_000),
+            "firmware": device.firmware,
+            "mode": rng.choice(["video", "photo", "idle"]),
+        },
+        "updated_at": _iso(moment),
+    }
     if batch > 1 and rng.random() < 0.02:
         record["deleted"] = True  # device decommissioned
     return record
@@ -170,18 +234,25 @@ def malformed_line(rng: random.Random, good: bytes) -> tuple[bytes, str]:
     return good.replace(b'"', b'"\xff\xfe', 1), kind
 
 
-def topic_records(topic: str, config: GeneratorConfig, devices: list[Device]) -> Iterator[tuple[date, dict]]:
+def topic_records(
+    topic: str, config: GeneratorConfig, devices: list[Device]
+) -> Iterator[tuple[date, dict]]:
     """(day, record) pairs for one topic and batch, deterministic for the seed."""
     rng = random.Random(f"{config.seed}-{config.batch}-{topic}")
     days = batch_days(config.batch)
     if topic == "device_events":
         for seq in range(config.events):
             day = rng.choice(days)
-            yield day, device_event(rng, rng.choice(devices), _timestamp(rng, day), config.batch, seq)
+            yield (
+                day,
+                device_event(rng, rng.choice(devices), _timestamp(rng, day), config.batch, seq),
+            )
     elif topic == "app_attributes":
         for _ in range(max(1, config.events // 4)):
             day = rng.choice(days)
-            for record in app_attribute_records(rng, rng.choice(devices), _timestamp(rng, day), config.batch):
+            for record in app_attribute_records(
+                rng, rng.choice(devices), _timestamp(rng, day), config.batch
+            ):
                 yield day, record
     elif topic == "device_state":
         for _ in range(max(1, config.events // 4)):
@@ -190,8 +261,12 @@ def topic_records(topic: str, config: GeneratorConfig, devices: list[Device]) ->
             moment = _timestamp(rng, day)
             yield day, device_state_record(rng, device, moment, config.batch)
             if rng.random() < 0.1:  # an older update that arrives after this one
-                yield day, device_state_record(rng, device, moment - timedelta(hours=rng.randint(1, 30)),
-                                               config.batch)
+                yield (
+                    day,
+                    device_state_record(
+                        rng, device, moment - timedelta(hours=rng.randint(1, 30)), config.batch
+                    ),
+                )
     else:
         raise ValueError(f"Unknown topic {topic!r}; known topics: {', '.join(TOPICS)}.")
 
@@ -215,13 +290,15 @@ def write_topic(topic: str, config: GeneratorConfig, devices: list[Device]) -> d
         folder.mkdir(parents=True, exist_ok=True)
         for part, start in enumerate(range(0, len(lines), config.file_events)):
             name = f"part-b{config.batch:03d}-{part:04d}.json" + (".gz" if config.gzip else "")
-            payload = b"\n".join(lines[start:start + config.file_events]) + b"\n"
+            payload = b"\n".join(lines[start : start + config.file_events]) + b"\n"
             opener = gzip.open if config.gzip else open
             with opener(folder / name, "wb") as handle:
                 handle.write(payload)
             counts["files"] += 1
-            print(f"  wrote {folder / name} ({min(config.file_events, len(lines) - start)} lines)",
-                  file=sys.stderr)
+            print(
+                f"  wrote {folder / name} ({min(config.file_events, len(lines) - start)} lines)",
+                file=sys.stderr,
+            )
     return counts
 
 

@@ -34,6 +34,8 @@ def load_reference(seeds_dir: Path | None = None) -> Reference:
 
 def _rows(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
-        raise FileNotFoundError(f"Seed file {path} is missing; the generator reads reference data from it.")
+        raise FileNotFoundError(
+            f"Seed file {path} is missing; the generator reads reference data from it."
+        )
     with path.open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))

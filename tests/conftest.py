@@ -1,0 +1,60 @@
+"""Shared fixtures: one SparkSession and one local state folder per test run.
+
+The state folder is set before anything starts Spark, so the test session,
+dbt's embedded `session` target (same process, same JVM) and the Thrift
+server the tests start all keep their warehouses and metastores under
+<project>/.local/pytest, away from the user's own .local state.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dynamic_ddl import spark_conf
+
+PROJECT_ROOT = spark_conf.project_root()
+TEST_STATE_DIR = PROJECT_ROOT / ".local" / "pytest"
+os.environ[spark_conf.STATE_DIR_ENV] = str(TEST_STATE_DIR)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start every run from an empty warehouse and metastore."""
+    shutil.rmtree(TEST_STATE_DIR, ignore_errors=True)
+    TEST_STATE_DIR.mkdir(parents=True)
+
+
+@pytest.fixture(scope="session")
+def state_dir() -> Path:
+    return TEST_STATE_DIR
+
+
+@pytest.fixture(scope="session")
+def spark(state_dir: Path):
+    """The one in-process SparkSession: local[2], UI off, UTC, ANSI on, Hive catalog."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("dynamic_ddl-tests")
+    for key, value in spark_conf.all_settings(state_dir).items():
+        builder = builder.config(key, value)
+    session = builder.enableHiveSupport().getOrCreate()
+    yield session
+    session.stop()
+
+
+def session_target(state_dir: Path, schema: str = "analytics") -> dict:
+    """A dbt profile target for the embedded session on the test state folder."""
+    return {
+        "type": "dynamic_spark",
+        "method": "session",
+        "schema": schema,
+        "state_dir": str(state_dir),
+        "threads": 1,
+        "server_side_parameters": {"spark.sql.ansi.enabled": "true"},
+    }

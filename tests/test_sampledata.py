@@ -1,0 +1,140 @@
+"""The sample generator: deterministic, drifting, with a small share of malformed lines."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from dynamic_ddl.sampledata.__main__ import main
+from dynamic_ddl.sampledata.generator import MALFORMED_RATE, TOPICS, GeneratorConfig, generate
+from dynamic_ddl.sampledata.reference import load_reference
+
+
+def _lines(root: Path, topic: str) -> list[bytes]:
+    lines = []
+    for path in sorted((root / topic).rglob("part-*")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as handle:
+            lines.extend(handle.read().splitlines())
+    return lines
+
+
+def _records(lines: list[bytes]) -> list[dict]:
+    records = []
+    for line in lines:
+        try:
+            value = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return records
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load_reference()
+
+
+def test_same_seed_writes_identical_bytes(tmp_path, reference):
+    for name in ("a", "b"):
+        generate(GeneratorConfig(out_dir=tmp_path / name, events=300, seed=7), reference)
+    for topic in TOPICS:
+        assert _lines(tmp_path / "a", topic) == _lines(tmp_path / "b", topic)
+    generate(GeneratorConfig(out_dir=tmp_path / "c", events=300, seed=8), reference)
+    assert _lines(tmp_path / "a", "device_events") != _lines(tmp_path / "c", "device_events")
+
+
+def test_files_land_in_topic_and_day_folders(tmp_path, reference):
+    counts = generate(GeneratorConfig(out_dir=tmp_path, events=500), reference)
+    days = sorted(p.name for p in (tmp_path / "device_events").iterdir())
+    assert days == ["dt=2026-11-01", "dt=2026-11-02", "dt=2026-11-03"]
+    assert len(_lines(tmp_path, "device_events")) == counts["device_events"]["lines"] == 500
+    first = _records(_lines(tmp_path, "device_events"))[0]
+    assert set(first) == {"_data"}
+    assert {"record", "device", "gps", "media", "log_ts"} <= set(first["_data"])
+
+
+def test_batch_two_drifts_the_schema(tmp_path, reference):
+    generate(GeneratorConfig(out_dir=tmp_path, events=400, batch=1), reference)
+    generate(GeneratorConfig(out_dir=tmp_path, events=400, batch=2), reference)
+    by_batch: dict[str, list[dict]] = {"b001": [], "b002": []}
+    for path in (tmp_path / "device_events").rglob("part-*"):
+        by_batch[path.name.split("-")[1]].extend(_records(_lines_of(path)))
+    first, second = by_batch["b001"], by_batch["b002"]
+    assert all(isinstance(r["_data"]["record"]["id"], int) for r in first)
+    assert all(isinstance(r["_data"]["record"]["id"], str) for r in second)
+    assert all("alt_m" in r["_data"]["gps"] for r in first)
+    assert not any("alt_m" in r["_data"]["gps"] for r in second)
+    assert all("cycle_count" in r["_data"]["device"]["battery"] for r in second)
+    assert all("gyro" in r["_data"]["device"]["sensors"]["imu"] for r in second)
+    keys_1 = {r["record_key"] for r in _records(_lines(tmp_path, "app_attributes"))}
+    assert {"theme", "subscription_tier"} <= keys_1  # batch 2's new keys are present overall
+    late_day = tmp_path / "device_events" / "dt=2026-11-03"
+    assert {p.name.split("-")[1] for p in late_day.iterdir()} == {"b001", "b002"}
+
+
+def _lines_of(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def test_device_state_has_late_updates(tmp_path, reference):
+    generate(GeneratorConfig(out_dir=tmp_path, events=2000), reference)
+    records = _records(_lines(tmp_path, "device_state"))
+    latest_seen: dict[str, str] = {}
+    late = 0
+    for record in records:
+        previous = latest_seen.get(record["serial"], "")
+        late += record["updated_at"] < previous
+        latest_seen[record["serial"]] = max(previous, record["updated_at"])
+    assert late > 0
+
+
+def test_malformed_share_is_small_and_every_kind_appears(tmp_path, reference):
+    counts = generate(GeneratorConfig(out_dir=tmp_path, events=20_000), reference)
+    lines = _lines(tmp_path, "device_events")
+    bad = [line for line in lines if not _is_object(line)]
+    assert len(bad) == counts["device_events"]["malformed"]
+    assert 0.5 * MALFORMED_RATE < len(bad) / len(lines) < 2 * MALFORMED_RATE
+    assert any(line.startswith(b"[") for line in bad)
+    assert any(_is_invalid_utf8(line) for line in bad)
+    assert any(_is_scalar(line) for line in bad)
+
+
+def _is_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+
+
+def _is_invalid_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _is_scalar(line: bytes) -> bool:
+    try:
+        return not isinstance(json.loads(line), dict | list)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+
+
+def test_cli_writes_gzip_and_reports_counts(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--events", "100", "--gzip", "--file-events", "20"]) == 0
+    files = list((tmp_path / "device_events").rglob("*.json.gz"))
+    assert len(files) >= 5  # 100 lines, at most 20 per file
+    assert len(_lines(tmp_path, "device_events")) == 100
+    assert "device_events: 100 lines" in capsys.readouterr().out
+
+
+def test_cli_rejects_a_nonpositive_scale(capsys):
+    with pytest.raises(SystemExit):
+        main(["--events", "0"])
+    assert "--events" in capsys.readouterr().err
