@@ -49,5 +49,14 @@ lint: setup ## sqlfluff on models and macros, ruff on Python
 	$(BIN)/ruff check plugins python_models tests
 	$(BIN)/ruff format --check plugins python_models tests
 
+thrift-up: setup ## Start the local Thrift (10000) + Spark Connect (15002) server; env SPARK_PORT, SPARK_MASTER
+	$(BIN)/python -m dynamic_ddl.server up
+
+thrift-down: ## Stop the local Thrift + Spark Connect server (only the recorded pid)
+	$(BIN)/python -m dynamic_ddl.server down
+
+thrift-status: ## Is the local Thrift + Spark Connect server running? (exit 3 if not)
+	$(BIN)/python -m dynamic_ddl.server status
+
 clean: ## Remove dbt output and local Spark state (.local); keeps .venv and data
 	rm -rf target logs .local

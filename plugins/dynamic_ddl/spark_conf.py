@@ -59,6 +59,7 @@ def engine_settings(state_dir: Path) -> dict[str, str]:
             f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
         ),
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.sql.legacy.createHiveTableByDefault": "false",

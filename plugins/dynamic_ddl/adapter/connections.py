@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnectionMethod
+from dbt.adapters.spark.session import NUMBERS, SessionConnectionWrapper
+
+
+class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
+    """dbt-spark's session wrapper, with bound values rendered as safe SQL literals.
+
+    Upstream pastes strings between quotes unescaped (a seed value holding a
+    quote breaks the statement) and renders None as the string 'None'.
+    """
+
+    @classmethod
+    def _fix_binding(cls, value: Any) -> str | float:
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, NUMBERS):
+            return float(value)
+        if isinstance(value, dt.datetime):
+            return f"'{value.strftime('%Y-%m-%d %H:%M:%S.%f')[:-3]}'"
+        escaped = str(value).replace("\\", "\\\\").replace("'", "\\'")
+        return f"'{escaped}'"
 
 
 class DynamicSparkConnectionManager(SparkConnectionManager):
@@ -13,7 +38,7 @@ class DynamicSparkConnectionManager(SparkConnectionManager):
     @classmethod
     def open(cls, connection: Connection) -> Connection:
         try:
-            return super().open(connection)
+            connection = super().open(connection)
         except FailedToConnectError as error:
             creds = connection.credentials
             if creds.method == SparkConnectionMethod.SESSION:
@@ -29,3 +54,6 @@ class DynamicSparkConnectionManager(SparkConnectionManager):
                     "to point at yours."
                 )
             raise FailedToConnectError(f"{hint}\n({error.msg})") from error
+        if isinstance(connection.handle, SessionConnectionWrapper):
+            connection.handle = EscapingSessionConnectionWrapper(connection.handle.handle)
+        return connection

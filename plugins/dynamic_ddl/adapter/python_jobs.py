@@ -22,6 +22,10 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dynamic_ddl import spark_conf
 
+# First line of the script our macro writes; dbt's wrappers may indent the
+# text before it, and the model's own code starts right after it.
+SCRIPT_MARKER = "# dynamic_spark: model code starts on the next line"
+
 _connect_sessions: dict[str, Any] = {}
 _connect_lock = threading.Lock()
 
@@ -33,6 +37,7 @@ def run_model_script(compiled_code: str, spark: Any, model: dict) -> None:
     in the traceback are the lines of the model's .py file.
     """
     filename = model.get("original_file_path") or f"<python model {model['name']}>"
+    compiled_code = model_script(compiled_code)
     lines = compiled_code.splitlines(keepends=True)
     # mtime None: linecache keeps our copy rather than re-reading the file.
     linecache.cache[filename] = (len(compiled_code), None, lines, filename)
@@ -44,6 +49,12 @@ def run_model_script(compiled_code: str, spark: Any, model: dict) -> None:
             f"Python model '{model['name']}' failed; the table it writes was left as it was.\n"
             + model_traceback(error)
         ) from None
+
+
+def model_script(compiled_code: str) -> str:
+    """The script from the model's first line on, so line numbers match its .py file."""
+    _, marker, script = compiled_code.partition(SCRIPT_MARKER + "\n")
+    return script if marker else compiled_code
 
 
 def model_traceback(error: BaseException) -> str:

@@ -21,6 +21,7 @@
 {%- set file_format = config.get('file_format', 'parquet') -%}
 {%- set partition_by = config.get('partition_by') -%}
 {%- if partition_by is string -%}{%- set partition_by = [partition_by] -%}{%- endif -%}
+# dynamic_spark: model code starts on the next line
 {{ compiled_code }}
 
 
@@ -30,6 +31,8 @@ def _dbt_to_spark_dataframe(result):
 
     if isinstance(result, pyspark.sql.DataFrame):
         return result
+    if hasattr(result, "to_spark"):  # pandas-on-Spark
+        return result.to_spark()
     try:
         import pandas
     except ImportError:
@@ -37,7 +40,7 @@ def _dbt_to_spark_dataframe(result):
     if pandas is not None and isinstance(result, pandas.DataFrame):
         return spark.createDataFrame(result)
     raise TypeError(
-        f"model() returned {type(result).__name__}; return a Spark or pandas DataFrame."
+        f"model() returned {type(result).__name__}; return a Spark, pandas-on-Spark or pandas DataFrame."
     )
 
 

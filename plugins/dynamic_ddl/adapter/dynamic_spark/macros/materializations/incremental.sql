@@ -23,7 +23,7 @@
     {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing_relation = load_relation(this) -%}
-    {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}) -%}
+    {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}, type='table') -%}
     {%- if language == 'sql' -%}
         {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
     {%- endif -%}
@@ -37,7 +37,10 @@
     {{ run_hooks(pre_hooks) }}
 
     {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
-        {%- set staging_relation = dynamic_spark_build_staged(target_relation, compiled_code, language) -%}
+        {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
+        {%- call statement('main', language=language) -%}
+            {{ create_table_as(False, staging_relation, compiled_code, language) }}
+        {%- endcall -%}
         {% do dynamic_spark_swap_in(staging_relation, target_relation, existing_relation) %}
         {% do persist_constraints(target_relation, model) %}
     {%- else -%}

@@ -15,7 +15,11 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {%- set staging_relation = dynamic_spark_build_staged(target_relation, compiled_code, language) -%}
+    {#- dbt lets only the materialization itself submit Python, so the build stays inline. -#}
+    {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
+    {%- call statement('main', language=language) -%}
+        {{ create_table_as(False, staging_relation, compiled_code, language) }}
+    {%- endcall -%}
     {% do dynamic_spark_swap_in(staging_relation, target_relation, existing_relation) %}
 
     {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) %}
@@ -30,15 +34,12 @@
 
 
 {#
-    Build the model into `<name>__dbt_new` (dropping a leftover from a crashed
-    run first) and return that relation. Runs as the model's main statement.
+    The relation a rebuild writes before it is swapped in: `<name>__dbt_new`,
+    emptied first in case a crashed run left one behind.
 #}
-{% macro dynamic_spark_build_staged(target_relation, compiled_code, language) %}
+{% macro dynamic_spark_staging_relation(target_relation) %}
     {%- set staging_relation = target_relation.incorporate(path={"identifier": target_relation.identifier ~ '__dbt_new'}) -%}
     {% do adapter.drop_relation(staging_relation) %}
-    {%- call statement('main', language=language) -%}
-        {{ create_table_as(False, staging_relation, compiled_code, language) }}
-    {%- endcall -%}
     {{ return(staging_relation) }}
 {% endmacro %}
 
