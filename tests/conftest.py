@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,28 @@ def session_target(state_dir: Path, schema: str = "analytics") -> dict:
         "threads": 1,
         "server_side_parameters": {"spark.sql.ansi.enabled": "true"},
     }
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def thrift_server(state_dir: Path):
+    """One Thrift + Spark Connect server for the whole run, stopped by its PID at the end."""
+    from dynamic_ddl.server import ServerConfig, start_server, stop_server
+
+    config = ServerConfig(
+        state_dir=state_dir / "server",
+        master="local[2]",
+        thrift_port=free_port(),
+        connect_port=free_port(),
+        driver_memory="2g",
+        timeout=240,
+    )
+    info = start_server(config)
+    yield info
+    stop_server(config.state_dir)

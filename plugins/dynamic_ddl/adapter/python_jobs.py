@@ -13,8 +13,10 @@ expects a global `spark`. Two ways to supply it:
 from __future__ import annotations
 
 import linecache
-import threading
+import os
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper
@@ -26,8 +28,8 @@ from dynamic_ddl import spark_conf
 # text before it, and the model's own code starts right after it.
 SCRIPT_MARKER = "# dynamic_spark: model code starts on the next line"
 
-_connect_sessions: dict[str, Any] = {}
-_connect_lock = threading.Lock()
+# pyspark's switch for "this process talks to Spark over Connect".
+CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
 
 
 def run_model_script(compiled_code: str, spark: Any, model: dict) -> None:
@@ -64,28 +66,48 @@ def model_traceback(error: BaseException) -> str:
     return "".join(traceback.format_exception(type(error), error, tb))
 
 
-def connect_session(url: str) -> Any:
-    """One Spark Connect session per URL for the whole dbt invocation."""
+def open_connect_session(url: str) -> Any:
+    """A new Spark Connect session with the project's SQL settings.
+
+    New for every model: a server-side session caches file listings, so one
+    kept across models would miss files that Thrift statements rewrote since.
+    """
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    with _connect_lock:
-        session = _connect_sessions.get(url)
-        if session is not None and not session.is_stopped:
-            return session
-        try:
-            # The Connect builder directly: a classic session may exist in this
-            # process (tests run both targets), and the generic builder refuses.
-            session = ConnectSession.builder.remote(url).create()
-            for key, value in spark_conf.session_settings().items():
-                session.conf.set(key, value)
-        except Exception as error:
-            raise DbtRuntimeError(
-                f"Cannot reach Spark Connect at {url} to run Python models: {error}\n"
-                "Start the local server with `make thrift-up` (it serves Thrift and "
-                "Connect), or set connect_url in the profile / DYNAMIC_DDL_CONNECT_URL."
-            ) from None
-        _connect_sessions[url] = session
-        return session
+    try:
+        # The Connect builder directly: a classic session may exist in this
+        # process (the tests run both targets), and the generic builder refuses.
+        session = ConnectSession.builder.remote(url).create()
+        for key, value in spark_conf.session_settings().items():
+            session.conf.set(key, value)
+    except Exception as error:
+        raise DbtRuntimeError(
+            f"Cannot reach Spark Connect at {url} to run Python models: {error}\n"
+            "Start the local server with `make thrift-up` (it serves Thrift and "
+            "Connect), or set connect_url in the profile / DYNAMIC_DDL_CONNECT_URL."
+        ) from None
+    return session
+
+
+@contextmanager
+def connect_mode(session: Any) -> Iterator[None]:
+    """Make `session` the active one, in Connect mode, while a model runs.
+
+    pandas-on-Spark (and any code calling SparkSession.getActiveSession())
+    finds its session this way; without it, it would start a local JVM.
+    """
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    previous_mode = os.environ.get(CONNECT_MODE_ENV)
+    os.environ[CONNECT_MODE_ENV] = "1"
+    ConnectSession._set_default_and_active_session(session)
+    try:
+        yield
+    finally:
+        if previous_mode is None:
+            os.environ.pop(CONNECT_MODE_ENV, None)
+        else:
+            os.environ[CONNECT_MODE_ENV] = previous_mode
 
 
 class SessionPythonJobHelper(PythonJobHelper):
@@ -112,5 +134,9 @@ class ConnectPythonJobHelper(PythonJobHelper):
         self.credentials = credentials
 
     def submit(self, compiled_code: str) -> None:
-        spark = connect_session(self.credentials.resolved_connect_url)
-        run_model_script(compiled_code, spark, self.parsed_model)
+        spark = open_connect_session(self.credentials.resolved_connect_url)
+        try:
+            with connect_mode(spark):
+                run_model_script(compiled_code, spark, self.parsed_model)
+        finally:
+            spark.stop()
