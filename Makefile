@@ -14,7 +14,7 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 DBT := $(BIN)/dbt
 
-.PHONY: help setup data run build docs test lint thrift-up thrift-down thrift-status clean
+.PHONY: help setup data run build docs test lint bench thrift-up thrift-down thrift-status clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -46,8 +46,8 @@ test: setup lint ## The full test suite (lint, then pytest on a real Spark)
 
 lint: setup ## sqlfluff on models and macros, ruff on Python
 	$(BIN)/sqlfluff lint models macros tests/data_tests
-	$(BIN)/ruff check plugins python_models tests
-	$(BIN)/ruff format --check plugins python_models tests
+	$(BIN)/ruff check plugins python_models tests bench
+	$(BIN)/ruff format --check plugins python_models tests bench
 
 thrift-up: setup ## Start the local Thrift (10000) + Spark Connect (15002) server; env SPARK_PORT, SPARK_MASTER
 	$(BIN)/python -m dynamic_ddl.server up
@@ -57,6 +57,9 @@ thrift-down: ## Stop the local Thrift + Spark Connect server (only the recorded 
 
 thrift-status: ## Is the local Thrift + Spark Connect server running? (exit 3 if not)
 	$(BIN)/python -m dynamic_ddl.server status
+
+bench: setup ## Benchmarks: print the figures and write docs/benchmarks.md
+	$(BIN)/python bench/run.py
 
 clean: ## Remove dbt output and local Spark state (.local); keeps .venv and data
 	rm -rf target logs .local

@@ -6,6 +6,9 @@ test_python_models_thrift.py and reuse these classes with another profile.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from dbt.tests.adapter.python_model.test_python_model import (
     BasePythonEmptyTests,
@@ -177,6 +180,19 @@ class ChainSuite:
             fetch="all",
         )
         assert [tuple(row) for row in rows] == [("camera", 3, 1, 16.5), ("drone", 2, 1, 8.0)]
+
+    def test_docs_show_python_model_lineage(self, project):
+        run_dbt(["build"])
+        run_dbt(["docs", "generate"])
+        target = Path(project.project_root) / "target"
+        manifest = json.loads((target / "manifest.json").read_text())
+        python_node = "model.test.chain_enriched"
+        assert manifest["nodes"][python_node]["language"] == "python"
+        assert manifest["parent_map"][python_node] == ["model.test.chain_source"]
+        assert manifest["child_map"][python_node] == ["model.test.chain_summary"]
+        catalog = json.loads((target / "catalog.json").read_text())
+        columns = catalog["nodes"][python_node]["columns"]
+        assert {"id", "device_type", "value", "is_large"} <= {name.lower() for name in columns}
 
 
 class TestPythonModelSession(SessionTarget, PythonModelSuite):

@@ -1,0 +1,55 @@
+"""`make bench`: run every benchmark, print the figures, write docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import model_overhead  # noqa: E402
+
+from dynamic_ddl.spark_conf import project_root  # noqa: E402
+
+
+def machine() -> str:
+    """One line about where the figures were measured."""
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{os.cpu_count()} cores, {memory_gb:.0f} GiB, Python {platform.python_version()}, "
+        f"{java[0] if java else 'java ?'}, measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    )
+
+
+def main() -> None:
+    sections = []
+    started = time.monotonic()
+    overhead = model_overhead.report(model_overhead.main())
+    sections.append(
+        "## Python model overhead\n\n"
+        "A trivial Python model (`session.range(1)`) vs a trivial SQL model "
+        "(`select 1`), each a table, both after a warm-up model in the same run; "
+        "median of 4 runs after a warm-up run; times are "
+        "dbt's own `execution_time` from `run_results.json`.\n\n"
+        "Command: `make bench` (or `.venv/bin/python bench/model_overhead.py`).\n\n" + overhead
+    )
+    text = (
+        "# Benchmarks\n\nWritten by `make bench`. "
+        + machine()
+        + ".\n\n"
+        + "\n\n".join(sections)
+        + "\n"
+    )
+    (project_root() / "docs" / "benchmarks.md").write_text(text)
+    print(text)
+    print(f"(benchmarks took {time.monotonic() - started:.0f} s; written to docs/benchmarks.md)")
+
+
+if __name__ == "__main__":
+    main()
