@@ -1,0 +1,1 @@
+"""Ingestion: topic configuration, the inbox of JSON files, (later) the file ledger."""

@@ -1,0 +1,106 @@
+"""Topics and the inbox, as configured in dbt_project.yml `vars`.
+
+    vars:
+      inbox_dir: data/inbox          # relative to the project folder
+      raw_topics:
+        device_events:
+          record_key: [_data.event.id]   # JSON path(s) identifying a record
+          event_time: _data.log_ts       # JSON path of the event timestamp
+
+Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+JSON_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
+
+
+class ConfigError(ValueError):
+    """dbt_project.yml is missing something or has it in the wrong shape; says what to change."""
+
+
+class InboxError(RuntimeError):
+    """A topic's inbox folder is missing or holds no JSON files; says how to fill it."""
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """One topic: where its files are and how its records are identified."""
+
+    name: str
+    record_key: tuple[str, ...]
+    event_time: str
+
+
+def load_project_vars(project_dir: Path) -> dict[str, Any]:
+    """The `vars` mapping of <project_dir>/dbt_project.yml."""
+    path = Path(project_dir) / "dbt_project.yml"
+    try:
+        project = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"{path} not found; pass the dbt project folder.") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    project_vars = project.get("vars") or {}
+    if not isinstance(project_vars, dict):
+        raise ConfigError(f"`vars` in {path} must be a mapping of names to values.")
+    return project_vars
+
+
+def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
+    """Validate `vars.raw_topics` and return it as TopicConfig objects.
+
+    Example:
+        >>> parse_topics({"raw_topics": {"t": {"record_key": ["id"], "event_time": "ts"}}})
+        {'t': TopicConfig(name='t', record_key=('id',), event_time='ts')}
+    """
+    raw_topics = project_vars.get("raw_topics")
+    if not isinstance(raw_topics, dict) or not raw_topics:
+        raise ConfigError(
+            "vars.raw_topics in dbt_project.yml must map each topic name to "
+            "{record_key: [json.path, ...], event_time: json.path}."
+        )
+    topics = {}
+    for name, entry in raw_topics.items():
+        where = f"vars.raw_topics.{name} in dbt_project.yml"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be a mapping with record_key and event_time.")
+        record_key = entry.get("record_key")
+        if isinstance(record_key, str):
+            record_key = [record_key]
+        if not record_key or not all(isinstance(path, str) and path for path in record_key):
+            raise ConfigError(f"{where}: record_key must be a JSON path or a list of them.")
+        event_time = entry.get("event_time")
+        if not isinstance(event_time, str) or not event_time:
+            raise ConfigError(f"{where}: event_time must be the JSON path of the event timestamp.")
+        topics[name] = TopicConfig(name=name, record_key=tuple(record_key), event_time=event_time)
+    return topics
+
+
+def inbox_path(project_dir: Path, project_vars: dict[str, Any]) -> Path:
+    """vars.inbox_dir as an absolute path (relative paths are taken from the project folder)."""
+    inbox = Path(str(project_vars.get("inbox_dir", "data/inbox")))
+    return inbox if inbox.is_absolute() else (Path(project_dir) / inbox).resolve()
+
+
+def topic_files(inbox: Path, topic: str) -> list[Path]:
+    """The JSON-lines files of a topic, sorted; raises InboxError when there are none."""
+    folder = inbox / topic
+    fix = (
+        "Run `make data` to generate sample data, put JSON-lines files under "
+        f"{folder}/dt=YYYY-MM-DD/, or point vars.inbox_dir in dbt_project.yml at your inbox."
+    )
+    if not folder.is_dir():
+        raise InboxError(f"Inbox folder {folder} for topic '{topic}' does not exist. {fix}")
+    files = sorted(
+        path for path in folder.rglob("*") if path.is_file() and path.name.endswith(JSON_SUFFIXES)
+    )
+    if not files:
+        raise InboxError(f"Inbox folder {folder} for topic '{topic}' holds no JSON files. {fix}")
+    return files
