@@ -133,6 +133,40 @@ class FailingIncrementalSuite(FailingModelSuite):
         return FLAKY_CONFIG
 
 
+NUMBERS_UPTO_SQL = "select explode(sequence(1, {{ var('upto', 5) }})) as n"
+
+SEEN_PY = """
+def model(dbt, session):
+    dbt.config(materialized="incremental")
+    numbers = dbt.ref("numbers_upto")
+    if dbt.is_incremental:
+        seen = session.table(str(dbt.this))
+        numbers = numbers.join(seen, on="n", how="left_anti")
+    return numbers
+"""
+
+
+class IncrementalThisSuite:
+    """dbt.this and dbt.is_incremental in a Python model; tables default to Parquet."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"numbers_upto.sql": NUMBERS_UPTO_SQL, "numbers_seen.py": SEEN_PY}
+
+    def test_incremental_reads_this(self, project):
+        run_dbt(["run"])
+        run_dbt(["run", "--vars", "{upto: 8}"])
+        rows = project.run_sql(
+            f"select n from {project.test_schema}.numbers_seen order by n", fetch="all"
+        )
+        assert [row[0] for row in rows] == list(range(1, 9))
+        described = project.run_sql(
+            f"describe table extended {project.test_schema}.numbers_seen", fetch="all"
+        )
+        provider = [row[1] for row in described if row[0] == "Provider"]
+        assert provider == ["parquet"]
+
+
 CHAIN_SOURCE_SQL = """
 select * from values
     (1, 'camera', 10.0), (2, 'camera', 2.5), (3, 'drone', 7.0),
@@ -220,4 +254,8 @@ class TestFailingIncrementalSession(SessionTarget, FailingIncrementalSuite):
 
 
 class TestChainSession(SessionTarget, ChainSuite):
+    pass
+
+
+class TestIncrementalThisSession(SessionTarget, IncrementalThisSuite):
     pass

@@ -10,6 +10,7 @@ from tests.adapter.test_python_models import (
     ChainSuite,
     FailingIncrementalSuite,
     FailingTableSuite,
+    IncrementalThisSuite,
     PySparkSuite,
     PythonEmptySuite,
     PythonIncrementalSuite,
@@ -48,4 +49,8 @@ class TestFailingIncrementalThrift(ThriftTarget, FailingIncrementalSuite):
 
 
 class TestChainThrift(ThriftTarget, ChainSuite):
+    pass
+
+
+class TestIncrementalThisThrift(ThriftTarget, IncrementalThisSuite):
     pass

@@ -1,0 +1,1 @@
+"""Schema handling: column naming (and, later, flattening, widening and the registry)."""

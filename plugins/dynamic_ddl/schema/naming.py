@@ -1,0 +1,106 @@
+"""Column names for JSON paths: lowercase, sanitized, deterministic and collision-free.
+
+The rule, after the Dynamic DDL talk (`_data.record.state` -> `data_record_state`):
+
+1. Each key is Unicode-normalized (NFKD) and stripped of accents, lowercased;
+   every character other than a-z and 0-9 becomes `_`. A non-empty key with
+   nothing left (say, in another script) becomes `k` + 6 hex of its hash.
+2. Keys are joined with `_`; runs of `_` collapse to one; leading and
+   trailing `_` go. An empty result becomes `col`; a leading digit gets `c_`.
+3. A name longer than 120 characters is cut and given an 8-hex suffix of
+   the path's hash.
+4. Collisions (keys differing only in case, `a.b` vs nested `a` -> `b`,
+   `first name` vs `first_name`, ...): a path that already has a column keeps
+   it; among new paths, in sorted order, the first takes the plain name and
+   every later one gets `_<8 hex of sha1(json path)>`. The suffix depends
+   only on the path, so it is the same on every run.
+
+Names never start with `_`, so they cannot clash with lineage columns such
+as `_batch_id`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+
+MAX_NAME_LENGTH = 120
+SUFFIX_LENGTH = 8
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+JsonPath = tuple[str, ...]
+
+
+def json_path(path: JsonPath) -> str:
+    """The path in Spark's JSON path syntax, quoting keys that need it.
+
+    Example:
+        >>> json_path(("_data", "a.b", "it's"))
+        "$._data['a.b']['it\\\\'s']"
+    """
+    parts = ["$"]
+    for key in path:
+        if _SIMPLE_KEY.match(key):
+            parts.append(f".{key}")
+        else:
+            escaped = key.replace("\\", "\\\\").replace("'", "\\'")
+            parts.append(f"['{escaped}']")
+    return "".join(parts)
+
+
+def path_hash(path: JsonPath) -> str:
+    """8 hex characters identifying a path, stable across runs and machines."""
+    return hashlib.sha1(json_path(path).encode("utf-8")).hexdigest()[:SUFFIX_LENGTH]
+
+
+def _ascii_key(key: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", key)
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    ascii_key = _NOT_ALNUM.sub("_", stripped.lower())
+    if key and not ascii_key.strip("_"):  # e.g. a key in another script: keep it visible
+        return "k" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:6]
+    return ascii_key
+
+
+def base_column_name(path: JsonPath) -> str:
+    """The plain name for a path, before collisions are resolved.
+
+    Example:
+        >>> base_column_name(("_data", "record", "state"))
+        'data_record_state'
+    """
+    name = "_".join(_ascii_key(key) for key in path)
+    name = _NOT_ALNUM.sub("_", name).strip("_") or "col"
+    if name[0].isdigit():
+        name = f"c_{name}"
+    if len(name) > MAX_NAME_LENGTH:
+        name = f"{name[: MAX_NAME_LENGTH - SUFFIX_LENGTH - 1].rstrip('_')}_{path_hash(path)}"
+    return name
+
+
+def assign_column_names(
+    paths: Iterable[JsonPath], existing: Mapping[JsonPath, str] | None = None
+) -> dict[JsonPath, str]:
+    """Names for every path: existing assignments kept, new ones collision-free.
+
+    Example:
+        >>> names = assign_column_names([("Name",), ("name",)])
+        >>> names[("Name",)], names[("name",)]
+        ('name', 'name_6ddc845a')
+    """
+    assigned = dict(existing or {})
+    taken = set(assigned.values())
+    for path in sorted(set(paths) - set(assigned)):
+        name = base_column_name(path)
+        if name in taken:
+            name = f"{name[: MAX_NAME_LENGTH - SUFFIX_LENGTH - 1]}_{path_hash(path)}"
+        counter = 2
+        while name in taken:  # only if two paths share a hash prefix
+            name = f"{name}_{counter}"
+            counter += 1
+        assigned[path] = name
+        taken.add(name)
+    return assigned
