@@ -33,8 +33,8 @@ data: $(INBOX)/.batch-1 ## Generate sample JSON into data/inbox (skipped when pr
 run: setup data ## The main job: dbt build on the embedded target, docs, and a summary
 	@$(BIN)/python -m dynamic_ddl.ingest check
 	$(DBT) build --target $(TARGET) --vars '{print_summary: true}'
-	$(DBT) docs generate --static --target $(TARGET) --quiet
-	@echo "Docs: file://$(CURDIR)/target/static_index.html (or: make docs-serve)"
+	$(DBT) docs generate --static --target $(TARGET) --vars '{print_summary: true}' --quiet
+	@echo "Docs: file://$(CURDIR)/target/static_index.html"
 
 build: setup ## dbt build only (TARGET=session|thrift)
 	$(DBT) build --target $(TARGET)
