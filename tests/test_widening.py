@@ -1,0 +1,48 @@
+"""The widening policy for raw column types."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DecimalType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    NullType,
+    StringType,
+    StructType,
+    VariantType,
+)
+
+from dynamic_ddl.schema.widening import parquet_reads_as, widen
+
+
+@pytest.mark.parametrize(
+    ("current", "incoming", "expected"),
+    [
+        (LongType(), LongType(), LongType()),
+        (NullType(), BooleanType(), BooleanType()),
+        (DoubleType(), NullType(), DoubleType()),
+        (IntegerType(), LongType(), LongType()),
+        (LongType(), DoubleType(), DoubleType()),
+        (DecimalType(10, 2), LongType(), DoubleType()),
+        (LongType(), StringType(), StringType()),
+        (BooleanType(), LongType(), StringType()),
+        (StructType([]), LongType(), StringType()),
+        (LongType(), VariantType(), StringType()),
+        (ArrayType(LongType()), ArrayType(DoubleType()), ArrayType(DoubleType())),
+        (ArrayType(LongType()), LongType(), StringType()),
+    ],
+)
+def test_widen(current, incoming, expected):
+    assert widen(current, incoming) == expected
+    assert widen(incoming, current) == expected
+
+
+def test_parquet_reads_old_ints_only_as_wider_numbers():
+    assert parquet_reads_as(IntegerType(), LongType())
+    assert parquet_reads_as(IntegerType(), DoubleType())
+    assert not parquet_reads_as(IntegerType(), StringType())
+    assert not parquet_reads_as(LongType(), StringType())
