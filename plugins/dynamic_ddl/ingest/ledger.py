@@ -1,0 +1,115 @@
+"""Which inbox files are new: the pure logic of the file ledger.
+
+A file is identified by its path and content checksum. A file already
+committed is never ingested again; a file recorded as pending (a run that
+was killed between writing and committing) is ingested again under the
+batch id it was given, so a rerun rewrites exactly what the killed run
+wrote. A path whose content changed after it was ingested is a new file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from dynamic_ddl.ingest.topics import topic_files
+
+PENDING = "pending"
+COMMITTED = "committed"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class InboxFile:
+    """A file in the inbox as found on disk."""
+
+    path: str
+    size: int
+    mtime: float
+    checksum: str
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A ledger row: a file, the batch that took it, and whether that batch committed."""
+
+    path: str
+    checksum: str
+    batch_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The files one run ingests: reruns of pending batches keep their ids."""
+
+    batch_id: str
+    files: tuple[InboxFile, ...]
+
+
+def file_checksum(path: Path) -> str:
+    """SHA-256 of the file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def scan_inbox(inbox: Path, topic: str) -> list[InboxFile]:
+    """Every JSON file of a topic with its size, modification time and checksum."""
+    found = []
+    for path in topic_files(inbox, topic):
+        stat = path.stat()
+        found.append(InboxFile(str(path), stat.st_size, stat.st_mtime, file_checksum(path)))
+    return found
+
+
+def latest_entries(entries: Iterable[LedgerEntry]) -> dict[tuple[str, str], LedgerEntry]:
+    """The last word on each (path, checksum): committed beats pending."""
+    latest: dict[tuple[str, str], LedgerEntry] = {}
+    for entry in entries:
+        key = (entry.path, entry.checksum)
+        if key not in latest or entry.state == COMMITTED:
+            latest[key] = entry
+    return latest
+
+
+def new_batch_id(files: Iterable[InboxFile], now: datetime) -> str:
+    """A sortable, unique batch id: UTC time plus a hash of the files it takes.
+
+    Example:
+        >>> from datetime import UTC
+        >>> new_batch_id([], datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
+        '20261121T083000Z-e3b0c442'
+    """
+    digest = hashlib.sha256()
+    for file in sorted(files, key=lambda f: f.path):
+        digest.update(f"{file.path}\0{file.checksum}\n".encode())
+    return f"{now:%Y%m%dT%H%M%SZ}-{digest.hexdigest()[:8]}"
+
+
+def plan_batches(
+    scanned: Iterable[InboxFile], ledger: Iterable[LedgerEntry], now: datetime
+) -> list[Batch]:
+    """Batches to ingest, oldest first: each pending batch again, then the new files.
+
+    Returns an empty list when every file is committed: a run with no new
+    files reads no data.
+    """
+    latest = latest_entries(ledger)
+    pending: dict[str, list[InboxFile]] = {}
+    fresh: list[InboxFile] = []
+    for file in scanned:
+        entry = latest.get((file.path, file.checksum))
+        if entry is None:
+            fresh.append(file)
+        elif entry.state == PENDING:
+            pending.setdefault(entry.batch_id, []).append(file)
+    batches = [Batch(batch_id, tuple(files)) for batch_id, files in sorted(pending.items())]
+    if fresh:
+        batches.append(Batch(new_batch_id(fresh, now), tuple(fresh)))
+    return batches

@@ -1,0 +1,70 @@
+"""The ledger's decisions: new files once, pending batches again, changed files anew."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from dynamic_ddl.ingest.ledger import (
+    COMMITTED,
+    PENDING,
+    InboxFile,
+    LedgerEntry,
+    file_checksum,
+    plan_batches,
+    scan_inbox,
+)
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def _file(name: str, checksum: str = "c") -> InboxFile:
+    return InboxFile(path=f"/in/t/{name}", size=10, mtime=1.0, checksum=checksum)
+
+
+def test_first_run_takes_every_file_in_one_batch():
+    batches = plan_batches([_file("a"), _file("b")], [], NOW)
+    assert len(batches) == 1
+    assert batches[0].batch_id.startswith("20261121T120000Z-")
+    assert [f.path for f in batches[0].files] == ["/in/t/a", "/in/t/b"]
+
+
+def test_committed_files_are_never_taken_again():
+    ledger = [
+        LedgerEntry("/in/t/a", "c", "b1", PENDING),
+        LedgerEntry("/in/t/a", "c", "b1", COMMITTED),
+    ]
+    assert plan_batches([_file("a")], ledger, NOW) == []
+    batches = plan_batches([_file("a"), _file("b")], ledger, NOW)
+    assert [f.path for b in batches for f in b.files] == ["/in/t/b"]
+
+
+def test_pending_batch_is_rerun_under_its_own_id():
+    ledger = [LedgerEntry("/in/t/a", "c", "b-killed", PENDING)]
+    batches = plan_batches([_file("a"), _file("b")], ledger, NOW)
+    assert [(b.batch_id, [f.path for f in b.files]) for b in batches][0] == (
+        "b-killed",
+        ["/in/t/a"],
+    )
+    assert [f.path for f in batches[1].files] == ["/in/t/b"]
+
+
+def test_changed_content_at_the_same_path_is_a_new_file():
+    ledger = [LedgerEntry("/in/t/a", "old", "b1", COMMITTED)]
+    batches = plan_batches([_file("a", checksum="new")], ledger, NOW)
+    assert [f.checksum for f in batches[0].files] == ["new"]
+
+
+def test_batch_ids_depend_on_the_files():
+    one = plan_batches([_file("a")], [], NOW)[0].batch_id
+    two = plan_batches([_file("b")], [], NOW)[0].batch_id
+    assert one != two and one[:17] == two[:17]
+
+
+def test_scan_reads_size_and_checksum(tmp_path):
+    day = tmp_path / "t" / "dt=2026-11-01"
+    day.mkdir(parents=True)
+    (day / "part-0.json").write_bytes(b'{"a": 1}\n')
+    (scanned,) = scan_inbox(tmp_path, "t")
+    assert scanned.size == 9
+    assert scanned.checksum == file_checksum(day / "part-0.json")
+    assert len(scanned.checksum) == 64
