@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dynamic_ddl.schema.naming import (
     MAX_NAME_LENGTH,
+    UnaddressableKey,
     assign_column_names,
     base_column_name,
     json_path,
@@ -67,4 +70,6 @@ def test_existing_names_are_kept_when_a_colliding_path_arrives():
 
 def test_json_path_quotes_keys_that_need_it():
     assert json_path(("_data", "record", "id")) == "$._data.record.id"
-    assert json_path(("a.b", "it's", "x y")) == "$['a.b']['it\\'s']['x y']"
+    assert json_path(("a.b", "it's", "x y")) == """$['a.b']["it's"]['x y']"""
+    with pytest.raises(UnaddressableKey):
+        json_path(("both ' and \"",))

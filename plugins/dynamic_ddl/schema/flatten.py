@@ -18,7 +18,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StructType
 
-from dynamic_ddl.schema.naming import JsonPath, json_path
+from dynamic_ddl.schema.naming import JsonPath, UnaddressableKey, json_path
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,28 @@ def split_schema(schema: StructType, prefix: JsonPath = ()) -> tuple[list[Leaf],
     return leaves, children
 
 
+def variant_at(variant: Column, path: JsonPath) -> Column:
+    """The VARIANT value at `path`, by JSON path, or by map lookups for keys no path can name."""
+    try:
+        return F.try_variant_get(variant, json_path(path), "variant")
+    except UnaddressableKey:
+        value = variant
+        for key in path:
+            value = F.element_at(value.try_cast("map<string,variant>"), F.lit(key))
+        return value
+
+
 def leaf_column(variant: Column, leaf: Leaf) -> Column:
-    """The leaf's value, read from the VARIANT by its exact JSON path.
+    """The leaf's value, read from the VARIANT by its exact JSON path, as the leaf's type.
 
     try_variant_get yields NULL where a value does not fit the type; callers
     compare with the untyped value to find such values and keep them.
     """
-    return F.try_variant_get(variant, json_path(leaf.path), leaf.data_type.simpleString())
+    type_name = leaf.data_type.simpleString()
+    try:
+        return F.try_variant_get(variant, json_path(leaf.path), type_name)
+    except UnaddressableKey:
+        return F.try_variant_get(variant_at(variant, leaf.path), "$", type_name)
 
 
 def max_depth(schema: DataType) -> int:

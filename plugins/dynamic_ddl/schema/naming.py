@@ -34,21 +34,37 @@ _SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 JsonPath = tuple[str, ...]
 
 
+class UnaddressableKey(ValueError):
+    """A key holding both ' and ": Spark's JSON paths have no escapes for it."""
+
+
 def json_path(path: JsonPath) -> str:
-    """The path in Spark's JSON path syntax, quoting keys that need it.
+    """The path in Spark's variant path syntax, quoting keys that need it.
+
+    Spark's paths have no escapes: a key is quoted with whichever quote it
+    does not contain. A key containing both raises UnaddressableKey (callers
+    then walk the value as maps, see flatten.variant_at).
 
     Example:
         >>> json_path(("_data", "a.b", "it's"))
-        "$._data['a.b']['it\\\\'s']"
+        '$._data[\'a.b\']["it\'s"]'
     """
     parts = ["$"]
     for key in path:
         if _SIMPLE_KEY.match(key):
             parts.append(f".{key}")
+        elif "'" not in key:
+            parts.append(f"['{key}']")
+        elif '"' not in key:
+            parts.append(f'["{key}"]')
         else:
-            escaped = key.replace("\\", "\\\\").replace("'", "\\'")
-            parts.append(f"['{escaped}']")
+            raise UnaddressableKey(f"Key {key!r} has both quote characters.")
     return "".join(parts)
+
+
+def display_path(path: JsonPath) -> str:
+    """A readable, always-defined path for registries and messages: keys joined by dots."""
+    return ".".join(path)
 
 
 def path_hash(path: JsonPath) -> str:
