@@ -10,12 +10,16 @@ from dynamic_ddl.ingest.lines import classify_lines, read_lines
 from dynamic_ddl.ingest.raw_rows import (
     BatchContext,
     batch_schema,
-    cap_leaves,
-    column_names_for,
     quarantine_rows,
     raw_rows,
     storable_leaves,
 )
+from dynamic_ddl.schema.registry import plan_schema
+
+
+def _plan(classified, max_columns=100):
+    return plan_schema([], storable_leaves(batch_schema(classified)), "t", "b1", max_columns)
+
 
 LINES = [
     b'{"id": 1, "ts": "2026-11-01T10:00:00Z", "Name": "A", "name": "a", "a.b": 1,'
@@ -43,9 +47,9 @@ def classified(spark, tmp_path_factory):
 
 
 def test_every_line_is_a_raw_row_or_a_quarantine_row(classified):
+    plan = _plan(classified)
     leaves = storable_leaves(batch_schema(classified))
-    names = column_names_for(leaves, {})
-    raw = raw_rows(classified, CONTEXT, leaves, [], names)
+    raw = raw_rows(classified, CONTEXT, leaves, plan.overflow, plan.column_names())
     quarantine = quarantine_rows(classified, CONTEXT)
     assert raw.count() + quarantine.count() == len(LINES)
     assert sorted(r.reason for r in quarantine.collect()) == ["not_an_object", "unparseable_json"]
@@ -54,7 +58,7 @@ def test_every_line_is_a_raw_row_or_a_quarantine_row(classified):
 
 def test_hostile_keys_and_conflicts_keep_every_value(classified):
     leaves = storable_leaves(batch_schema(classified))
-    names = column_names_for(leaves, {})
+    names = _plan(classified).column_names()
     rows = {
         r._line_number: r.asDict()
         for r in raw_rows(classified, CONTEXT, leaves, [], names).collect()
@@ -77,10 +81,12 @@ def test_hostile_keys_and_conflicts_keep_every_value(classified):
 
 def test_columns_over_the_cap_go_to_the_overflow_map(classified):
     leaves = storable_leaves(batch_schema(classified))
-    kept, overflow = cap_leaves(leaves, {}, max_columns=3)
+    plan = _plan(classified, max_columns=3)
+    kept = [leaf for leaf in leaves if leaf.path in plan.column_names()]
+    overflow = plan.overflow
     assert len(kept) == 3 and len(overflow) == len(leaves) - 3
-    names = column_names_for(kept, {})
-    rows = raw_rows(classified, CONTEXT, kept, overflow, names).orderBy("_line_number").collect()
+    rows = raw_rows(classified, CONTEXT, kept, overflow, plan.column_names())
+    rows = rows.orderBy("_line_number").collect()
     first_overflow = rows[0]["_overflow"]
     assert first_overflow and set(first_overflow) <= {".".join(leaf.path) for leaf in overflow}
     assert set(rows[0].asDict()) >= {"_overflow", "_batch_id", "_source_file", "_raw_json"}

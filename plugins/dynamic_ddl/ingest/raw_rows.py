@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import NullType, StringType, StructType, VariantType
 
 from dynamic_ddl.schema.flatten import Leaf, flat_columns, split_schema, variant_at
-from dynamic_ddl.schema.naming import JsonPath, assign_column_names, display_path, json_path
+from dynamic_ddl.schema.naming import JsonPath, display_path, json_path
 from dynamic_ddl.schema.variant_schema import parse_variant_type
 
 OVERFLOW_COLUMN = "_overflow"
@@ -56,20 +56,6 @@ def storable_leaves(schema: StructType) -> list[Leaf]:
             leaf = Leaf(leaf.path, data_type=StringType())
         stored.append(leaf)
     return stored
-
-
-def cap_leaves(
-    leaves: list[Leaf], existing: dict[JsonPath, str], max_columns: int
-) -> tuple[list[Leaf], list[Leaf]]:
-    """Split leaves into those that get columns and the overflow kept in a map.
-
-    Columns the table already has keep their place; new paths are admitted in
-    sorted order while there is room.
-    """
-    known = [leaf for leaf in leaves if leaf.path in existing]
-    room = max(0, max_columns - len(existing))
-    new = sorted((leaf for leaf in leaves if leaf.path not in existing), key=lambda leaf: leaf.path)
-    return known + new[:room], new[room:]
 
 
 def overflow_map(variant: Column, leaves: list[Leaf]) -> Column:
@@ -115,8 +101,3 @@ def quarantine_rows(classified: DataFrame, context: BatchContext) -> DataFrame:
         F.lit(context.batch_id).alias("batch_id"),
         F.lit(context.ingested_at).cast("timestamp").alias("quarantined_at"),
     )
-
-
-def column_names_for(leaves: list[Leaf], existing: dict[JsonPath, str]) -> dict[JsonPath, str]:
-    """Names for a batch's leaves, keeping the table's existing assignments."""
-    return assign_column_names((leaf.path for leaf in leaves), existing)

@@ -1,0 +1,112 @@
+"""The schema registry's logic: one entry per column per topic, updated per batch.
+
+Given the registry so far and a batch's leaves, `plan_schema` decides which
+paths get new columns (within the column cap), which columns widen (by the
+policy in widening.py), and which entries are stale (not seen this batch).
+The caller turns the plan into `ALTER TABLE ... ADD COLUMNS` and registry rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pyspark.sql.types import DataType
+
+from dynamic_ddl.schema.flatten import Leaf
+from dynamic_ddl.schema.naming import JsonPath, assign_column_names, display_path
+from dynamic_ddl.schema.variant_schema import parse_variant_type
+from dynamic_ddl.schema.widening import widen
+
+ACTIVE = "active"
+STALE = "stale"
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    """A discovered column: where it comes from, its type, and when it was seen."""
+
+    topic: str
+    json_keys: JsonPath
+    column_name: str
+    data_type: str
+    first_seen_batch: str
+    last_seen_batch: str
+    status: str = ACTIVE
+
+    @property
+    def json_path(self) -> str:
+        return display_path(self.json_keys)
+
+
+@dataclass(frozen=True)
+class SchemaPlan:
+    """What a batch changes: the registry after it, new columns, widened ones, overflow."""
+
+    entries: list[RegistryEntry]
+    added: list[RegistryEntry]
+    widened: list[tuple[RegistryEntry, str]]  # (entry after, type before)
+    overflow: list[Leaf]
+
+    def column_names(self) -> dict[JsonPath, str]:
+        return {entry.json_keys: entry.column_name for entry in self.entries}
+
+
+def _spark_type(type_name: str) -> DataType:
+    return parse_variant_type(type_name.upper().replace("STRUCT<", "OBJECT<"))
+
+
+def plan_schema(
+    existing: list[RegistryEntry],
+    leaves: list[Leaf],
+    topic: str,
+    batch_id: str,
+    max_columns: int,
+) -> SchemaPlan:
+    """The registry after `batch_id`, and the DDL it implies.
+
+    Example:
+        >>> from pyspark.sql.types import LongType
+        >>> plan = plan_schema([], [Leaf(("a", "B"), LongType())], "t", "b1", 10)
+        >>> [(e.column_name, e.data_type) for e in plan.added]
+        [('a_b', 'bigint')]
+    """
+    by_path = {entry.json_keys: entry for entry in existing}
+    seen = {leaf.path: leaf for leaf in leaves}
+    room = max(0, max_columns - len(by_path))
+    new_leaves = sorted(
+        (leaf for leaf in leaves if leaf.path not in by_path), key=lambda leaf: leaf.path
+    )
+    admitted, overflow = new_leaves[:room], new_leaves[room:]
+    names = assign_column_names(
+        (leaf.path for leaf in admitted), {path: e.column_name for path, e in by_path.items()}
+    )
+
+    entries, widened = [], []
+    for path, entry in by_path.items():
+        if path not in seen:
+            entries.append(replace(entry, status=STALE))
+            continue
+        new_type = widen(_spark_type(entry.data_type), seen[path].data_type).simpleString()
+        updated = replace(entry, data_type=new_type, last_seen_batch=batch_id, status=ACTIVE)
+        if new_type != entry.data_type:
+            widened.append((updated, entry.data_type))
+        entries.append(updated)
+    added = [
+        RegistryEntry(
+            topic, leaf.path, names[leaf.path], leaf.data_type.simpleString(), batch_id, batch_id
+        )
+        for leaf in admitted
+    ]
+    return SchemaPlan(entries=entries + added, added=added, widened=widened, overflow=overflow)
+
+
+def add_columns_sql(table: str, added: list[RegistryEntry]) -> str | None:
+    """`ALTER TABLE ... ADD COLUMNS` for the new columns, or None when there are none.
+
+    Column names come from naming.py (lowercase letters, digits and `_`), and
+    are backquoted all the same.
+    """
+    if not added:
+        return None
+    columns = ", ".join(f"`{entry.column_name}` {entry.data_type}" for entry in added)
+    return f"alter table {table} add columns ({columns})"
