@@ -19,7 +19,6 @@ from dynamic_ddl.schema.naming import JsonPath, display_path, json_path
 from dynamic_ddl.schema.variant_schema import parse_variant_type
 
 OVERFLOW_COLUMN = "_overflow"
-LINEAGE_COLUMNS = ("_source_file", "_line_number", "_batch_id", "_ingested_at", "_raw_json")
 EVENT_DATE_COLUMN = "_event_date"
 
 
