@@ -17,8 +17,8 @@ from dynamic_ddl.ingest.raw_rows import (
 from dynamic_ddl.schema.registry import plan_schema
 
 
-def _plan(classified, max_columns=100):
-    return plan_schema([], storable_leaves(batch_schema(classified)), "t", "b1", max_columns)
+def _plan(leaves, max_columns=100):
+    return plan_schema([], leaves, "t", "b1", max_columns)
 
 
 LINES = [
@@ -46,22 +46,25 @@ def classified(spark, tmp_path_factory):
     return classify_lines(read_lines(spark, [str(path)])).cache()
 
 
-def test_every_line_is_a_raw_row_or_a_quarantine_row(classified):
-    plan = _plan(classified)
-    leaves = storable_leaves(batch_schema(classified))
-    raw = raw_rows(classified, CONTEXT, leaves, plan.overflow, plan.column_names())
+@pytest.fixture(scope="module")
+def leaves(classified):
+    """The batch's storable leaves: one schema aggregate for the whole module."""
+    return storable_leaves(batch_schema(classified))
+
+
+def test_every_line_is_a_raw_row_or_a_quarantine_row(classified, leaves):
+    raw = raw_rows(classified, CONTEXT, leaves, _plan(leaves))
     quarantine = quarantine_rows(classified, CONTEXT)
     assert raw.count() + quarantine.count() == len(LINES)
     assert sorted(r.reason for r in quarantine.collect()) == ["not_an_object", "unparseable_json"]
     assert {r.line_number for r in quarantine.collect()} == {4, 5}
 
 
-def test_hostile_keys_and_conflicts_keep_every_value(classified):
-    leaves = storable_leaves(batch_schema(classified))
-    names = _plan(classified).column_names()
+def test_hostile_keys_and_conflicts_keep_every_value(classified, leaves):
+    plan = _plan(leaves)
+    names = plan.column_names()
     rows = {
-        r._line_number: r.asDict()
-        for r in raw_rows(classified, CONTEXT, leaves, [], names).collect()
+        r._line_number: r.asDict() for r in raw_rows(classified, CONTEXT, leaves, plan).collect()
     }
     assert [rows[n][names[("id",)]] for n in (1, 2, 3)] == [
         "1",
@@ -79,14 +82,11 @@ def test_hostile_keys_and_conflicts_keep_every_value(classified):
     assert rows[3]["_raw_json"].startswith('{"id": 3')
 
 
-def test_columns_over_the_cap_go_to_the_overflow_map(classified):
-    leaves = storable_leaves(batch_schema(classified))
-    plan = _plan(classified, max_columns=3)
-    kept = [leaf for leaf in leaves if leaf.path in plan.column_names()]
+def test_columns_over_the_cap_go_to_the_overflow_map(classified, leaves):
+    plan = _plan(leaves, max_columns=3)
     overflow = plan.overflow
-    assert len(kept) == 3 and len(overflow) == len(leaves) - 3
-    rows = raw_rows(classified, CONTEXT, kept, overflow, plan.column_names())
-    rows = rows.orderBy("_line_number").collect()
+    assert len(plan.column_names()) == 3 and len(overflow) == len(leaves) - 3
+    rows = raw_rows(classified, CONTEXT, leaves, plan).orderBy("_line_number").collect()
     first_overflow = rows[0]["_overflow"]
     assert first_overflow and set(first_overflow) <= {".".join(leaf.path) for leaf in overflow}
     assert set(rows[0].asDict()) >= {"_overflow", "_batch_id", "_source_file", "_raw_json"}

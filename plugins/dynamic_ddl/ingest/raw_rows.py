@@ -16,6 +16,7 @@ from pyspark.sql.types import NullType, StringType, StructType, VariantType
 
 from dynamic_ddl.schema.flatten import Leaf, flat_columns, split_schema, variant_at
 from dynamic_ddl.schema.naming import JsonPath, display_path, json_path
+from dynamic_ddl.schema.registry import SchemaPlan
 from dynamic_ddl.schema.variant_schema import parse_variant_type
 
 OVERFLOW_COLUMN = "_overflow"
@@ -68,13 +69,12 @@ def overflow_map(variant: Column, leaves: list[Leaf]) -> Column:
 
 
 def raw_rows(
-    classified: DataFrame,
-    context: BatchContext,
-    leaves: list[Leaf],
-    overflow: list[Leaf],
-    names: dict[JsonPath, str],
+    classified: DataFrame, context: BatchContext, leaves: list[Leaf], plan: SchemaPlan
 ) -> DataFrame:
-    """Accepted lines as raw rows: lineage, event date, one column per leaf, overflow map."""
+    """Accepted lines as raw rows: lineage, event date, a column per leaf the plan names,
+    and the plan's overflow leaves in a map."""
+    names = plan.column_names()
+    columns = [leaf for leaf in leaves if leaf.path in names]
     variant = F.col("_variant")
     event_time = F.try_variant_get(variant, json_path(context.event_time), "timestamp")
     return classified.where(F.col("_reject_reason").isNull()).select(
@@ -83,8 +83,8 @@ def raw_rows(
         F.lit(context.batch_id).alias("_batch_id"),
         F.lit(context.ingested_at).cast("timestamp").alias("_ingested_at"),
         F.col("line").alias("_raw_json"),
-        *flat_columns(variant, leaves, names),
-        overflow_map(variant, overflow).alias(OVERFLOW_COLUMN),
+        *flat_columns(variant, columns, names),
+        overflow_map(variant, plan.overflow).alias(OVERFLOW_COLUMN),
         F.to_date(event_time).alias(EVENT_DATE_COLUMN),
     )
 
