@@ -3,54 +3,70 @@
 from __future__ import annotations
 
 from pyspark.sql import functions as F
-from pyspark.testing import assertDataFrameEqual
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-from dynamic_ddl.schema.flatten import flat_columns, max_depth, split_schema
-from dynamic_ddl.schema.naming import assign_column_names
-from dynamic_ddl.schema.variant_schema import parse_variant_type
+from dynamic_ddl.schema.flatten import (
+    field_at,
+    max_depth,
+    positional_type,
+    split_schema,
+    with_leaf_types,
+)
 
 RECORD = (
     '{"_data": {"record": {"id": 1, "State": "CA", "state": "ca"}, "a.b": 2, "a": {"b": 3},'
-    ' "media": [{"t": "video"}], "tags": ["x", "y"], "empty": {}}}'
+    ' "media": [{"t": "video"}], "tags": ["x", "y"]}}'
 )
 
 
-def parse_batch(spark, lines):
-    """Parse lines once into VARIANT and infer the batch's schema in the same pass."""
-    parsed = spark.createDataFrame([(line,) for line in lines], "value string").select(
-        F.try_parse_json("value").alias("v")
+def test_leaves_are_read_by_position_so_similar_keys_stay_apart(spark):
+    schema = StructType(
+        [
+            StructField(
+                "_data",
+                StructType(
+                    [
+                        StructField(
+                            "record",
+                            StructType(
+                                [
+                                    StructField("id", LongType()),
+                                    StructField("State", StringType()),
+                                    StructField("state", StringType()),
+                                ]
+                            ),
+                        ),
+                        StructField("a.b", LongType()),
+                        StructField("a", StructType([StructField("b", LongType())])),
+                        StructField("media", StringType()),
+                        StructField("tags", StringType()),
+                    ]
+                ),
+            )
+        ]
     )
-    schema = parse_variant_type(parsed.select(F.expr("schema_of_variant_agg(v)")).first()[0])
-    return parsed, schema
-
-
-def test_nested_fields_become_named_columns(spark):
-    parsed, schema = parse_batch(spark, [RECORD])
     leaves, children = split_schema(schema)
-    names = assign_column_names(leaf.path for leaf in leaves)
-    flat = parsed.select(flat_columns(F.col("v"), leaves, names))
-
-    # Collision suffixes are path hashes: look them up rather than spell them.
-    a_b_key = names[("_data", "a.b")]
-    state_lower = names[("_data", "record", "state")]
-    assert names[("_data", "a", "b")] == "data_a_b" and a_b_key.startswith("data_a_b_")
-    assert names[("_data", "record", "State")] == "data_record_state"
-    assert state_lower.startswith("data_record_state_")
-    expected = spark.createDataFrame(
-        [(3, 2, 1, "CA", "ca", ["x", "y"])],
-        f"data_a_b bigint, {a_b_key} bigint, data_record_id bigint, "
-        f"data_record_state string, {state_lower} string, data_tags array<string>",
+    parsed = spark.createDataFrame([(RECORD,)], "line string").select(
+        F.from_json("line", schema).cast(positional_type(schema)).alias("r")
     )
-    assertDataFrameEqual(
-        flat.select(sorted(flat.columns)), expected.select(sorted(expected.columns))
-    )
-    assert [child.path for child in children] == [("_data", "media")]
+    values = parsed.select([field_at(F.col("r"), leaf.ordinals) for leaf in leaves]).first()
+    got = dict(zip([leaf.path for leaf in leaves], values, strict=True))
+    assert got[("_data", "record", "State")] == "CA" and got[("_data", "record", "state")] == "ca"
+    assert got[("_data", "a.b")] == 2 and got[("_data", "a", "b")] == 3
+    assert children == []
 
 
-def test_conflicting_types_come_back_as_variant(spark):
-    _, schema = parse_batch(spark, ['{"id": 1}', '{"id": "abc"}'])
-    assert schema.simpleString() == "struct<id:variant>"
+def test_arrays_of_objects_become_children_and_can_be_retyped():
+    element = StructType([StructField("qty", LongType())])
+
+    schema = StructType([StructField("items", ArrayType(element)), StructField("id", LongType())])
+    leaves, children = split_schema(schema)
+    assert [leaf.path for leaf in leaves] == [("id",)]
+    assert [child.path for child in children] == [("items",)]
+    retyped = with_leaf_types(schema, {("items", "[]", "qty"): StringType(), ("id",): StringType()})
+    assert retyped.simpleString() == "struct<items:array<struct<qty:string>>,id:string>"
 
 
 def test_depth_counts_objects_and_arrays():
-    assert max_depth(parse_variant_type("OBJECT<a: OBJECT<b: ARRAY<BIGINT>>>")) == 3
+    inner = StructType([StructField("b", StringType())])
+    assert max_depth(StructType([StructField("a", inner)])) == 2

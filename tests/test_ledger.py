@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from datetime import UTC, datetime
 
 from dynamic_ddl.ingest.ledger import (
@@ -18,7 +19,11 @@ NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 def _file(name: str, checksum: str = "c") -> InboxFile:
-    return InboxFile(path=f"/in/t/{name}", size=10, mtime=1.0, checksum=checksum)
+    return InboxFile(path=f"/in/t/{name}", size=10, mtime=1.0, checksum=checksum, line_count=1)
+
+
+def _entry(name: str, checksum: str, batch_id: str, state: str) -> LedgerEntry:
+    return LedgerEntry(f"/in/t/{name}", 10, 1.0, checksum, 1, batch_id, state)
 
 
 def test_first_run_takes_every_file_in_one_batch():
@@ -30,8 +35,8 @@ def test_first_run_takes_every_file_in_one_batch():
 
 def test_committed_files_are_never_taken_again():
     ledger = [
-        LedgerEntry("/in/t/a", "c", "b1", PENDING),
-        LedgerEntry("/in/t/a", "c", "b1", COMMITTED),
+        _entry("a", "c", "b1", PENDING),
+        _entry("a", "c", "b1", COMMITTED),
     ]
     assert plan_batches([_file("a")], ledger, NOW) == []
     batches = plan_batches([_file("a"), _file("b")], ledger, NOW)
@@ -39,7 +44,7 @@ def test_committed_files_are_never_taken_again():
 
 
 def test_pending_batch_is_rerun_under_its_own_id():
-    ledger = [LedgerEntry("/in/t/a", "c", "b-killed", PENDING)]
+    ledger = [_entry("a", "c", "b-killed", PENDING)]
     batches = plan_batches([_file("a"), _file("b")], ledger, NOW)
     assert [(b.batch_id, [f.path for f in b.files]) for b in batches][0] == (
         "b-killed",
@@ -49,7 +54,7 @@ def test_pending_batch_is_rerun_under_its_own_id():
 
 
 def test_changed_content_at_the_same_path_is_a_new_file():
-    ledger = [LedgerEntry("/in/t/a", "old", "b1", COMMITTED)]
+    ledger = [_entry("a", "old", "b1", COMMITTED)]
     batches = plan_batches([_file("a", checksum="new")], ledger, NOW)
     assert [f.checksum for f in batches[0].files] == ["new"]
 
@@ -60,11 +65,26 @@ def test_batch_ids_depend_on_the_files():
     assert one != two and one[:17] == two[:17]
 
 
-def test_scan_reads_size_and_checksum(tmp_path):
+def test_scan_reads_size_checksum_and_lines(tmp_path):
     day = tmp_path / "t" / "dt=2026-11-01"
     day.mkdir(parents=True)
-    (day / "part-0.json").write_bytes(b'{"a": 1}\n')
+    (day / "part-0.json").write_bytes(b'{"a": 1}\n\n{"a": 2}')
+    with gzip.open(day / "part-1.json.gz", "wb") as handle:
+        handle.write(b'{"a": 3}\n{"a": 4}\n')
+    plain, zipped = scan_inbox(tmp_path, "t")
+    assert plain.size == 18 and plain.line_count == 3
+    assert plain.checksum == file_checksum(day / "part-0.json") and len(plain.checksum) == 64
+    assert zipped.line_count == 2
+
+
+def test_scan_skips_committed_files_unread(tmp_path):
+    day = tmp_path / "t" / "dt=2026-11-01"
+    day.mkdir(parents=True)
+    path = day / "part-0.json"
+    path.write_bytes(b'{"a": 1}\n')
     (scanned,) = scan_inbox(tmp_path, "t")
-    assert scanned.size == 9
-    assert scanned.checksum == file_checksum(day / "part-0.json")
-    assert len(scanned.checksum) == 64
+    committed = LedgerEntry(scanned.path, scanned.size, scanned.mtime, "c", 1, "b1", COMMITTED)
+    assert scan_inbox(tmp_path, "t", [committed]) == []
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n')  # appended to: read again
+    (again,) = scan_inbox(tmp_path, "t", [committed])
+    assert again.line_count == 2

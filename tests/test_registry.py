@@ -10,7 +10,7 @@ from dynamic_ddl.schema.registry import STALE, add_columns_sql, plan_schema
 
 def test_first_batch_adds_every_leaf():
     plan = plan_schema(
-        [], [Leaf(("id",), LongType()), Leaf(("Name",), StringType())], "t", "b1", 10
+        [], [Leaf(("id",), LongType()), Leaf(("Name",), StringType())], "t", "raw_t", "b1", 10
     )
     assert [(e.column_name, e.data_type, e.first_seen_batch) for e in plan.added] == [
         ("name", "string", "b1"),
@@ -27,6 +27,7 @@ def test_drift_adds_widens_and_marks_stale():
         [],
         [Leaf(("id",), LongType()), Leaf(("alt",), DoubleType()), Leaf(("n",), LongType())],
         "t",
+        "raw_t",
         "b1",
         10,
     )
@@ -34,6 +35,7 @@ def test_drift_adds_widens_and_marks_stale():
         first.entries,
         [Leaf(("id",), StringType()), Leaf(("n",), DoubleType()), Leaf(("new",), LongType())],
         "t",
+        "raw_t",
         "b2",
         10,
     )
@@ -50,9 +52,11 @@ def test_drift_adds_widens_and_marks_stale():
 
 
 def test_cap_sends_new_paths_to_overflow_but_keeps_known_columns():
-    first = plan_schema([], [Leaf(("a",), LongType()), Leaf(("b",), LongType())], "t", "b1", 2)
+    first = plan_schema(
+        [], [Leaf(("a",), LongType()), Leaf(("b",), LongType())], "t", "raw_t", "b1", 2
+    )
     second = plan_schema(
-        first.entries, [Leaf(("a",), LongType()), Leaf(("c",), LongType())], "t", "b2", 2
+        first.entries, [Leaf(("a",), LongType()), Leaf(("c",), LongType())], "t", "raw_t", "b2", 2
     )
     assert second.added == [] and [leaf.path for leaf in second.overflow] == [("c",)]
     assert {e.column_name for e in second.entries} == {"a", "b"}

@@ -16,7 +16,7 @@ from pyspark.sql.types import (
     VariantType,
 )
 
-from dynamic_ddl.schema.widening import parquet_reads_as, widen
+from dynamic_ddl.schema.widening import widen
 
 
 @pytest.mark.parametrize(
@@ -39,10 +39,3 @@ from dynamic_ddl.schema.widening import parquet_reads_as, widen
 def test_widen(current, incoming, expected):
     assert widen(current, incoming) == expected
     assert widen(incoming, current) == expected
-
-
-def test_parquet_reads_old_ints_only_as_wider_numbers():
-    assert parquet_reads_as(IntegerType(), LongType())
-    assert parquet_reads_as(IntegerType(), DoubleType())
-    assert not parquet_reads_as(IntegerType(), StringType())
-    assert not parquet_reads_as(LongType(), StringType())

@@ -76,3 +76,11 @@ class DynamicSparkAdapter(SparkAdapter):
             self.rename_relation(backup, target)
             raise
         self.drop_relation(backup)
+
+    @available
+    def create_bookkeeping_tables(self, schema: str) -> None:
+        """Create the raw layer's ledger, registry and quarantine in `schema` if missing."""
+        from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, bookkeeping_ddl
+
+        for statement in bookkeeping_ddl(BookkeepingTables.in_schema(schema)):
+            self.execute(statement)

@@ -5,10 +5,16 @@ committed is never ingested again; a file recorded as pending (a run that
 was killed between writing and committing) is ingested again under the
 batch id it was given, so a rerun rewrites exactly what the killed run
 wrote. A path whose content changed after it was ingested is a new file.
+
+A committed file whose size and modification time are unchanged is not
+read at all, so a run with no new files reads no data. Every other file is
+read once, here, for its checksum and its line count (the count the
+ingestion must account for: raw rows + quarantined lines).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +36,7 @@ class InboxFile:
     size: int
     mtime: float
     checksum: str
+    line_count: int
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,10 @@ class LedgerEntry:
     """A ledger row: a file, the batch that took it, and whether that batch committed."""
 
     path: str
+    size: int
+    mtime: float
     checksum: str
+    line_count: int
     batch_id: str
     state: str
 
@@ -59,12 +69,41 @@ def file_checksum(path: Path) -> str:
     return digest.hexdigest()
 
 
-def scan_inbox(inbox: Path, topic: str) -> list[InboxFile]:
-    """Every JSON file of a topic with its size, modification time and checksum."""
+def count_lines(path: Path) -> int:
+    """Lines as Spark's text reader splits them: a last line needs no newline.
+
+    Gzip files are counted on their decompressed bytes.
+    """
+    opener = gzip.open if path.name.endswith(".gz") else open
+    count, last = 0, b"\n"
+    with opener(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def is_unchanged(path: Path, entry: LedgerEntry | None) -> bool:
+    """Whether a committed ledger entry still describes the file (same size and mtime)."""
+    if entry is None or entry.state != COMMITTED:
+        return False
+    stat = path.stat()
+    return stat.st_size == entry.size and stat.st_mtime == entry.mtime
+
+
+def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> list[InboxFile]:
+    """The topic's files that are not committed unchanged, with checksum and line count."""
+    committed = {e.path: e for e in ledger if e.state == COMMITTED}
     found = []
     for path in topic_files(inbox, topic):
+        if is_unchanged(path, committed.get(str(path))):
+            continue
         stat = path.stat()
-        found.append(InboxFile(str(path), stat.st_size, stat.st_mtime, file_checksum(path)))
+        found.append(
+            InboxFile(
+                str(path), stat.st_size, stat.st_mtime, file_checksum(path), count_lines(path)
+            )
+        )
     return found
 
 

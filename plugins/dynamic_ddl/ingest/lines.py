@@ -1,33 +1,22 @@
-"""A batch of JSON-lines files as numbered lines, each parsed once or given a reason.
+"""Input lines with their exact line numbers, for the few lines that go to quarantine.
 
-Files are read whole (`wholetext`), so every line keeps its file and exact
-line number, gzip included; a file is the unit of parallelism (the sample
-generator writes at most 50,000 lines per file). Nothing is dropped: a line
-either parses into an object or carries the reason it goes to quarantine.
+The main read (parse.py) takes lines with `spark.read.text`, which is fast
+but numbers nothing. Quarantine rows need a line number, so the files that
+hold rejected lines are read again whole (`wholetext`) and split here: no
+JSON is parsed, and files with no rejected line are not read again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-
-REPLACEMENT_CHAR = "\ufffd"  # what the UTF-8 decoder puts where bytes were invalid
-
-
-@dataclass(frozen=True)
-class LineLimits:
-    """Lines longer than `max_line_bytes` are quarantined before parsing."""
-
-    max_line_bytes: int = 1_000_000
 
 
 def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     """One row per input line: _source_file, _line_number (1-based), line.
 
-    A trailing newline ends the last line rather than starting an empty one;
-    Windows line endings lose their carriage return.
+    Splits the way `spark.read.text` does: a trailing newline ends the last
+    line rather than starting an empty one; `\\r\\n` counts as one newline.
     """
     whole = spark.read.text(files, wholetext=True)  # the argument; .option() is overridden
     return (
@@ -42,25 +31,32 @@ def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     )
 
 
-def rejection_reason(line: Column, variant: Column, limits: LineLimits) -> Column:
-    """Why a line cannot become a raw row, or NULL when it can."""
-    return (
-        F.when(F.octet_length(line) > limits.max_line_bytes, F.lit("line_too_long"))
-        .when(F.contains(line, F.lit(REPLACEMENT_CHAR)), F.lit("invalid_utf8"))
-        .when(F.trim(line) == "", F.lit("empty_line"))
-        .when(variant.isNull(), F.lit("unparseable_json"))
-        .when(~F.startswith(F.schema_of_variant(variant), F.lit("OBJECT")), F.lit("not_an_object"))
-    )
+def decoded(line: Column) -> Column:
+    """The line as Java decodes it (invalid UTF-8 becomes U+FFFD), the way `split` sees it.
 
-
-def classify_lines(lines: DataFrame, limits: LineLimits = LineLimits()) -> DataFrame:
-    """Parse each line once: adds `_variant` (NULL when rejected) and `_reject_reason`.
-
-    Over-long lines are not parsed at all.
+    `spark.read.text` keeps a line's bytes as they are, while the split in
+    read_lines decodes them; joining on the decoded text on both sides
+    matches a line with invalid bytes to its number.
     """
-    too_long = F.octet_length("line") > limits.max_line_bytes
-    parsed = lines.withColumn("_variant", F.when(~too_long, F.try_parse_json("line")))
-    reason = rejection_reason(F.col("line"), F.col("_variant"), limits)
-    return parsed.withColumn("_reject_reason", reason).withColumn(
-        "_variant", F.when(F.col("_reject_reason").isNull(), F.col("_variant"))
+    return F.regexp_replace(line, r"\r$", "")
+
+
+def number_rejected_lines(spark: SparkSession, rejected: DataFrame) -> DataFrame:
+    """Rejected (_source_file, line, ...) rows with their _line_number.
+
+    A line's verdict depends only on its text, so every line of a file with
+    the text of a rejected line is itself rejected: joining the distinct
+    rejected texts back to the numbered lines yields each rejected line once.
+    The exact bytes come from the rejected side (two lines that differ only
+    in their invalid bytes would share one of them).
+    """
+    files = [row[0] for row in rejected.select("_source_file").distinct().collect()]
+    if not files:
+        return rejected.withColumn("_line_number", F.lit(None).cast("bigint"))
+    verdicts = rejected.withColumn("_key", decoded(F.col("line"))).dropDuplicates(
+        ["_source_file", "_key"]
     )
+    numbered = read_lines(spark, files).select(
+        "_source_file", "_line_number", F.col("line").alias("_key")
+    )
+    return numbered.join(verdicts, ["_source_file", "_key"]).drop("_key")

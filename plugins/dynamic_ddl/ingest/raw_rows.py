@@ -1,8 +1,10 @@
-"""From classified lines to the rows of a raw table and of the quarantine.
+"""From parsed lines to the rows of a raw table, its child tables and the quarantine.
 
-Every line ends up in exactly one of the two: accepted lines become raw rows
-(lineage columns, the original JSON text, one column per leaf), rejected
-lines become quarantine rows with their reason.
+Every line ends up in exactly one place: accepted lines become raw rows
+(lineage, the original JSON text, one column per leaf the registry names,
+the rest in `_overflow`), rejected lines become quarantine rows with their
+reason. Elements of arrays of objects become rows of child tables, keyed by
+the parent's record key and the element's index.
 """
 
 from __future__ import annotations
@@ -12,15 +14,19 @@ from datetime import datetime
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import NullType, StringType, StructType, VariantType
+from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 
-from dynamic_ddl.schema.flatten import Leaf, flat_columns, split_schema, variant_at
-from dynamic_ddl.schema.naming import JsonPath, display_path, json_path
-from dynamic_ddl.schema.registry import SchemaPlan
-from dynamic_ddl.schema.variant_schema import parse_variant_type
+from dynamic_ddl.ingest.parse import RECORD, REJECT_REASON
+from dynamic_ddl.schema.flatten import ChildArray, Leaf, field_at, split_schema
+from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, display_path
+from dynamic_ddl.schema.registry import RegistryEntry
 
 OVERFLOW_COLUMN = "_overflow"
 EVENT_DATE_COLUMN = "_event_date"
+BATCH_ID_COLUMN = "_batch_id"
+INDEX_COLUMN = "_index"
+PARENT_PREFIX = "_parent_"
+ELEMENT = "_element"
 
 
 @dataclass(frozen=True)
@@ -30,73 +36,180 @@ class BatchContext:
     topic: str
     batch_id: str
     ingested_at: datetime
-    event_time: JsonPath
 
 
-def batch_schema(classified: DataFrame) -> StructType:
-    """The accepted lines' schema, inferred from their parsed VARIANTs in one aggregate."""
-    accepted = classified.where(F.col("_reject_reason").isNull())
-    text = accepted.select(F.expr("schema_of_variant_agg(_variant)")).first()[0]
-    schema = parse_variant_type(text) if text else StructType([])
-    return schema if isinstance(schema, StructType) else StructType([])
+def _holds_struct(data_type: DataType) -> bool:
+    if isinstance(data_type, StructType):
+        return True
+    return isinstance(data_type, ArrayType) and _holds_struct(data_type.elementType)
 
 
-def storable_leaves(schema: StructType) -> list[Leaf]:
-    """Leaves that get a column: conflicting types are held as text, null-only ones wait.
+def table_leaves(schema: StructType) -> tuple[list[Leaf], list[ChildArray]]:
+    """Leaves that get columns, and the arrays of objects that get child tables.
 
-    A leaf seen only as null has no type yet; it stays in `_raw_json` until a
-    value arrives.
+    Arrays that hold objects below another array (say, arrays of arrays of
+    objects) stay in the row as JSON text (their leaf type is string).
     """
-    leaves, _ = split_schema(schema)
-    stored = []
-    for leaf in leaves:
-        if isinstance(leaf.data_type, NullType):
-            continue
-        if isinstance(leaf.data_type, VariantType):
-            leaf = Leaf(leaf.path, data_type=StringType())
-        stored.append(leaf)
-    return stored
+    leaves, children = split_schema(schema)
+    kept = [
+        Leaf(leaf.path, StringType(), leaf.ordinals) if _holds_struct(leaf.data_type) else leaf
+        for leaf in leaves
+    ]
+    return kept, children
 
 
-def overflow_map(variant: Column, leaves: list[Leaf]) -> Column:
-    """Leaves without a column: a map from path (keys joined by dots) to JSON text."""
+def element_leaves(child: ChildArray) -> list[Leaf]:
+    """The columns of a child table: the element's leaves, nested arrays of objects as JSON text.
+
+    Paths are full (through ELEMENT_KEY: `items[].sku`), ordinals are within the element.
+    """
+    leaves, nested = table_leaves(child.element)
+    as_text = [Leaf(array.path, StringType(), array.ordinals) for array in nested]
+    return [
+        Leaf((*child.path, ELEMENT_KEY, *leaf.path), leaf.data_type, leaf.ordinals)
+        for leaf in leaves + as_text
+    ]
+
+
+def leaf_value(record: Column, leaf: Leaf, source: DataType) -> Column:
+    """The leaf's value from a positional struct; nested structures as JSON text."""
+    value = field_at(record, leaf.ordinals)
+    source_type = _type_at(source, leaf.ordinals)
+    if isinstance(leaf.data_type, StringType) and _holds_struct(source_type):
+        return _as_text(value, source_type)
+    return value
+
+
+def _type_at(schema: DataType, ordinals: tuple[int, ...]) -> DataType:
+    data_type: DataType = schema
+    for ordinal in ordinals:
+        data_type = data_type.fields[ordinal].dataType  # type: ignore[union-attr]
+    return data_type
+
+
+def _as_text(value: Column, data_type: DataType) -> Column:
+    """A value as text: JSON for nested values, cast back to the original key names first."""
+    if isinstance(data_type, ArrayType | StructType):
+        return F.to_json(value.cast(data_type))
+    return value.cast("string")
+
+
+def overflow_map(record: Column, leaves: list[Leaf], source: StructType) -> Column:
+    """Leaves without a column: a map from path (keys joined by dots) to their text."""
     if not leaves:
         return F.lit(None).cast("map<string,string>")
     pairs = []
     for leaf in leaves:
-        pairs += [F.lit(display_path(leaf.path)), F.to_json(variant_at(variant, leaf.path))]
+        value = _as_text(field_at(record, leaf.ordinals), _type_at(source, leaf.ordinals))
+        pairs += [F.lit(display_path(leaf.path)), value]
     return F.map_filter(F.create_map(*pairs), lambda _, value: value.isNotNull())
 
 
-def raw_rows(
-    classified: DataFrame, context: BatchContext, leaves: list[Leaf], plan: SchemaPlan
-) -> DataFrame:
-    """Accepted lines as raw rows: lineage, event date, a column per leaf the plan names,
-    and the plan's overflow leaves in a map."""
-    names = plan.column_names()
-    columns = [leaf for leaf in leaves if leaf.path in names]
-    variant = F.col("_variant")
-    event_time = F.try_variant_get(variant, json_path(context.event_time), "timestamp")
-    return classified.where(F.col("_reject_reason").isNull()).select(
+def data_columns(
+    record: Column, leaves: list[Leaf], entries: list[RegistryEntry], source: StructType
+) -> tuple[list[Column], list[Leaf]]:
+    """A column per registry entry (NULL where the batch lacks it), and the leaves left over."""
+    by_path = {leaf.path: leaf for leaf in leaves}
+    columns = []
+    for entry in entries:
+        leaf = by_path.get(entry.json_keys)
+        value = leaf_value(record, leaf, source) if leaf else F.lit(None)
+        columns.append(value.cast(entry.data_type).alias(entry.column_name))
+    named = {entry.json_keys for entry in entries}
+    return columns, [leaf for leaf in leaves if leaf.path not in named]
+
+
+def event_date(record: Column, leaves: list[Leaf], event_time: JsonPath) -> Column:
+    """The date of the event-time leaf (ISO text), NULL when absent or not a timestamp."""
+    for leaf in leaves:
+        if leaf.path == event_time:
+            return F.to_date(F.try_to_timestamp(field_at(record, leaf.ordinals).cast("string")))
+    return F.lit(None).cast("date")
+
+
+def lineage_columns(context: BatchContext) -> list[Column]:
+    """The columns every raw and child row starts with."""
+    return [
         F.col("_source_file"),
-        F.col("_line_number"),
-        F.lit(context.batch_id).alias("_batch_id"),
         F.lit(context.ingested_at).cast("timestamp").alias("_ingested_at"),
+    ]
+
+
+def accepted(parsed: DataFrame) -> DataFrame:
+    """The lines that became records."""
+    return parsed.where(F.col(REJECT_REASON).isNull())
+
+
+def raw_rows(
+    parsed: DataFrame,
+    context: BatchContext,
+    source: StructType,
+    entries: list[RegistryEntry],
+    event_time: JsonPath,
+) -> DataFrame:
+    """Accepted lines as raw rows: lineage, the original text, the registry's columns,
+    overflow, and the partition columns (_event_date, _batch_id)."""
+    record = F.col(RECORD)
+    leaves, _ = table_leaves(source)
+    columns, rest = data_columns(record, leaves, entries, source)
+    return accepted(parsed).select(
+        *lineage_columns(context),
         F.col("line").alias("_raw_json"),
-        *flat_columns(variant, columns, names),
-        overflow_map(variant, plan.overflow).alias(OVERFLOW_COLUMN),
-        F.to_date(event_time).alias(EVENT_DATE_COLUMN),
+        overflow_map(record, rest, source).alias(OVERFLOW_COLUMN),
+        *columns,
+        event_date(record, leaves, event_time).alias(EVENT_DATE_COLUMN),
+        F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
     )
 
 
-def quarantine_rows(classified: DataFrame, context: BatchContext) -> DataFrame:
-    """Rejected lines with topic, file, line number, raw text, reason and batch id."""
-    return classified.where(F.col("_reject_reason").isNotNull()).select(
-        F.lit(context.topic).alias("topic"),
+def child_rows(
+    parsed: DataFrame,
+    context: BatchContext,
+    source: StructType,
+    child: ChildArray,
+    entries: list[RegistryEntry],
+    parent_keys: dict[str, Leaf],
+    event_time: JsonPath,
+) -> DataFrame:
+    """One row per element of the child array: lineage, the parent's key, `_index`, leaves."""
+    record = F.col(RECORD)
+    leaves, _ = table_leaves(source)
+    keys = [
+        leaf_value(record, leaf, source).cast("string").alias(PARENT_PREFIX + name)
+        for name, leaf in parent_keys.items()
+    ]
+    exploded = accepted(parsed).select(
+        *lineage_columns(context),
+        *keys,
+        F.posexplode(field_at(record, child.ordinals)).alias(INDEX_COLUMN, ELEMENT),
+        event_date(record, leaves, event_time).alias(EVENT_DATE_COLUMN),
+    )
+    element = F.col(ELEMENT)
+    columns, rest = data_columns(element, element_leaves(child), entries, child.element)
+    return exploded.select(
+        *[F.col(c) for c in exploded.columns if c not in (ELEMENT, EVENT_DATE_COLUMN)],
+        overflow_map(element, rest, child.element).alias(OVERFLOW_COLUMN),
+        *columns,
+        F.col(EVENT_DATE_COLUMN),
+        F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
+    )
+
+
+def quarantine_rows(rejected: DataFrame, context: BatchContext) -> DataFrame:
+    """Rejected lines (already numbered) with topic, file, line, raw text, reason, batch id.
+
+    Text that is not valid UTF-8 is shown with U+FFFD in `raw_text`; its
+    exact bytes are kept in `raw_base64`.
+    """
+    return rejected.select(
         F.col("_source_file").alias("source_file"),
         F.col("_line_number").alias("line_number"),
-        F.col("line").alias("raw_text"),
-        F.col("_reject_reason").alias("reason"),
-        F.lit(context.batch_id).alias("batch_id"),
+        F.make_valid_utf8("line").alias("raw_text"),
+        F.when(~F.is_valid_utf8("line"), F.base64(F.col("line").cast("binary"))).alias(
+            "raw_base64"
+        ),
+        F.col(REJECT_REASON).alias("reason"),
         F.lit(context.ingested_at).cast("timestamp").alias("quarantined_at"),
+        F.lit(context.topic).alias("topic"),
+        F.lit(context.batch_id).alias("batch_id"),
     )

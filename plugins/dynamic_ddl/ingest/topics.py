@@ -12,6 +12,7 @@ Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 JSON_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
+_TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class ConfigError(ValueError):
@@ -69,6 +71,11 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
     topics = {}
     for name, entry in raw_topics.items():
         where = f"vars.raw_topics.{name} in dbt_project.yml"
+        if not isinstance(name, str) or not _TOPIC_NAME.match(name):
+            raise ConfigError(
+                f"{where}: a topic name becomes part of table names (raw_<topic>); "
+                "use lowercase letters, digits and _ only, starting with a letter."
+            )
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be a mapping with record_key and event_time.")
         record_key = entry.get("record_key")

@@ -5,9 +5,12 @@ Arrays of objects become child tables (one per array path) and are not
 leaves of the parent; arrays of scalars and scalars stay as they are. An
 empty object has no leaves: there is nothing to hold until a key appears.
 
-Values are read from the parsed VARIANT by JSON path, which is exact about
-case and punctuation: struct field access in Spark is case-insensitive and
-splits on dots, so `State` vs `state` or a key `a.b` would be ambiguous.
+Values are read from the parsed struct by field position, never by name:
+Spark resolves struct fields case-insensitively, so keys such as `State`
+and `state`, or a key `a.b` next to an object `a` holding `b`, would be
+ambiguous by name. `positional_type` renames every field to `f<ordinal>`;
+casting the parsed struct to it (a struct cast maps fields by position) makes
+every leaf reachable by plain, unique names.
 """
 
 from __future__ import annotations
@@ -16,17 +19,20 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from dynamic_ddl.schema.naming import JsonPath, UnaddressableKey, json_path
+from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath
+
+Ordinals = tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class Leaf:
-    """A value column of the flattened table: its JSON path and Spark type."""
+    """A value column of the flattened table: its JSON path, Spark type and field ordinals."""
 
     path: JsonPath
     data_type: DataType
+    ordinals: Ordinals = ()
 
 
 @dataclass(frozen=True)
@@ -35,56 +41,88 @@ class ChildArray:
 
     path: JsonPath
     element: StructType
+    ordinals: Ordinals = ()
 
 
-def split_schema(schema: StructType, prefix: JsonPath = ()) -> tuple[list[Leaf], list[ChildArray]]:
+def split_schema(
+    schema: StructType, prefix: JsonPath = (), ordinals: Ordinals = ()
+) -> tuple[list[Leaf], list[ChildArray]]:
     """Leaves and child arrays of a (possibly nested) struct, in schema order.
 
     Example:
-        >>> from pyspark.sql.types import LongType, StringType, StructField
+        >>> from pyspark.sql.types import LongType, StringType
         >>> inner = StructType([StructField("u", LongType()), StructField("k", StringType())])
         >>> leaves, _ = split_schema(StructType([StructField("p", inner)]))
-        >>> [leaf.path for leaf in leaves]
-        [('p', 'u'), ('p', 'k')]
+        >>> [(leaf.path, leaf.ordinals) for leaf in leaves]
+        [(('p', 'u'), (0, 0)), (('p', 'k'), (0, 1))]
     """
     leaves: list[Leaf] = []
     children: list[ChildArray] = []
-    for field in schema.fields:
-        path = (*prefix, field.name)
+    for ordinal, field in enumerate(schema.fields):
+        path, position = (*prefix, field.name), (*ordinals, ordinal)
         data_type = field.dataType
         if isinstance(data_type, StructType):
-            nested_leaves, nested_children = split_schema(data_type, path)
+            nested_leaves, nested_children = split_schema(data_type, path, position)
             leaves.extend(nested_leaves)
             children.extend(nested_children)
         elif isinstance(data_type, ArrayType) and isinstance(data_type.elementType, StructType):
-            children.append(ChildArray(path=path, element=data_type.elementType))
+            children.append(ChildArray(path, data_type.elementType, position))
         else:
-            leaves.append(Leaf(path=path, data_type=data_type))
+            leaves.append(Leaf(path, data_type, position))
     return leaves, children
 
 
-def variant_at(variant: Column, path: JsonPath) -> Column:
-    """The VARIANT value at `path`, by JSON path, or by map lookups for keys no path can name."""
-    try:
-        return F.try_variant_get(variant, json_path(path), "variant")
-    except UnaddressableKey:
-        value = variant
-        for key in path:
-            value = F.element_at(value.try_cast("map<string,variant>"), F.lit(key))
-        return value
+def positional_type(data_type: DataType) -> DataType:
+    """The same type with every struct field renamed `f<ordinal>`, at every depth.
 
-
-def leaf_column(variant: Column, leaf: Leaf) -> Column:
-    """The leaf's value, read from the VARIANT by its exact JSON path, as the leaf's type.
-
-    try_variant_get yields NULL where a value does not fit the type; callers
-    compare with the untyped value to find such values and keep them.
+    Example:
+        >>> from pyspark.sql.types import LongType
+        >>> positional_type(StructType([StructField("A.b", LongType())])).simpleString()
+        'struct<f0:bigint>'
     """
-    type_name = leaf.data_type.simpleString()
-    try:
-        return F.try_variant_get(variant, json_path(leaf.path), type_name)
-    except UnaddressableKey:
-        return F.try_variant_get(variant_at(variant, leaf.path), "$", type_name)
+    if isinstance(data_type, StructType):
+        return StructType(
+            [
+                StructField(f"f{ordinal}", positional_type(field.dataType), True)
+                for ordinal, field in enumerate(data_type.fields)
+            ]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(positional_type(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(data_type.keyType, positional_type(data_type.valueType), True)
+    return data_type
+
+
+def field_at(record: Column, ordinals: Ordinals) -> Column:
+    """The value at `ordinals` inside a struct cast to its positional type."""
+    value = record
+    for ordinal in ordinals:
+        value = value.getField(f"f{ordinal}")
+    return value
+
+
+def with_leaf_types(schema: StructType, types: dict[JsonPath, DataType]) -> StructType:
+    """The schema with the leaves named in `types` given those types (for parsing).
+
+    Paths into the elements of an array of objects go through ELEMENT_KEY.
+    """
+
+    def retype(data_type: DataType, path: JsonPath) -> DataType:
+        if path in types:
+            return types[path]
+        if isinstance(data_type, StructType):
+            return StructType(
+                [
+                    StructField(f.name, retype(f.dataType, (*path, f.name)), True)
+                    for f in data_type.fields
+                ]
+            )
+        if isinstance(data_type, ArrayType) and isinstance(data_type.elementType, StructType):
+            return ArrayType(retype(data_type.elementType, (*path, ELEMENT_KEY)), True)
+        return data_type
+
+    return retype(schema, ())
 
 
 def max_depth(schema: DataType) -> int:
@@ -96,6 +134,24 @@ def max_depth(schema: DataType) -> int:
     return 0
 
 
-def flat_columns(variant: Column, leaves: list[Leaf], names: dict[JsonPath, str]) -> list[Column]:
-    """One aliased column per leaf, for a select over the parsed records."""
-    return [leaf_column(variant, leaf).alias(names[leaf.path]) for leaf in leaves]
+def deeper_than(value: Column, data_type: DataType, levels: int) -> Column:
+    """Whether a value (of positional `data_type`) nests more than `levels` objects/arrays.
+
+    Built only from the schema, so it costs nothing when no path is that deep.
+    """
+    if max_depth(data_type) <= levels:
+        return F.lit(False)
+    if levels == 0:
+        return value.isNotNull()
+    if isinstance(data_type, StructType):
+        checks = [
+            deeper_than(value.getField(f.name), f.dataType, levels - 1) for f in data_type.fields
+        ]
+        result = checks[0]
+        for check in checks[1:]:
+            result = result | check
+        return F.coalesce(result, F.lit(False))
+    element = data_type.elementType  # ArrayType: max_depth > 0 rules scalars out
+    return F.coalesce(
+        F.exists(value, lambda item: deeper_than(item, element, levels - 1)), F.lit(False)
+    )

@@ -32,6 +32,7 @@ _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 JsonPath = tuple[str, ...]
+ELEMENT_KEY = "[]"  # in a path, "each element of the array": data.media[].type
 
 
 class UnaddressableKey(ValueError):
@@ -43,7 +44,7 @@ def json_path(path: JsonPath) -> str:
 
     Spark's paths have no escapes: a key is quoted with whichever quote it
     does not contain. A key containing both raises UnaddressableKey (callers
-    then walk the value as maps, see flatten.variant_at).
+    then fall back to another way of addressing it).
 
     Example:
         >>> json_path(("_data", "a.b", "it's"))
@@ -63,8 +64,13 @@ def json_path(path: JsonPath) -> str:
 
 
 def display_path(path: JsonPath) -> str:
-    """A readable, always-defined path for registries and messages: keys joined by dots."""
-    return ".".join(path)
+    """A readable, always-defined path for registries and messages: keys joined by dots.
+
+    Example:
+        >>> display_path(("_data", "media", "[]", "type"))
+        '_data.media[].type'
+    """
+    return ".".join(path).replace(".[]", "[]")
 
 
 def path_hash(path: JsonPath) -> str:
@@ -88,7 +94,7 @@ def base_column_name(path: JsonPath) -> str:
         >>> base_column_name(("_data", "record", "state"))
         'data_record_state'
     """
-    name = "_".join(_ascii_key(key) for key in path)
+    name = "_".join(_ascii_key(key) for key in path if key != ELEMENT_KEY)
     name = _NOT_ALNUM.sub("_", name).strip("_") or "col"
     if name[0].isdigit():
         name = f"c_{name}"

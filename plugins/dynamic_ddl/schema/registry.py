@@ -26,6 +26,7 @@ class RegistryEntry:
     """A discovered column: where it comes from, its type, and when it was seen."""
 
     topic: str
+    table_name: str
     json_keys: JsonPath
     column_name: str
     data_type: str
@@ -51,7 +52,8 @@ class SchemaPlan:
         return {entry.json_keys: entry.column_name for entry in self.entries}
 
 
-def _spark_type(type_name: str) -> DataType:
+def spark_type(type_name: str) -> DataType:
+    """A registry type name (Spark's simpleString) as a Spark type."""
     return parse_variant_type(type_name.upper().replace("STRUCT<", "OBJECT<"))
 
 
@@ -59,6 +61,7 @@ def plan_schema(
     existing: list[RegistryEntry],
     leaves: list[Leaf],
     topic: str,
+    table_name: str,
     batch_id: str,
     max_columns: int,
 ) -> SchemaPlan:
@@ -66,7 +69,7 @@ def plan_schema(
 
     Example:
         >>> from pyspark.sql.types import LongType
-        >>> plan = plan_schema([], [Leaf(("a", "B"), LongType())], "t", "b1", 10)
+        >>> plan = plan_schema([], [Leaf(("a", "B"), LongType())], "t", "raw_t", "b1", 10)
         >>> [(e.column_name, e.data_type) for e in plan.added]
         [('a_b', 'bigint')]
     """
@@ -86,14 +89,20 @@ def plan_schema(
         if path not in seen:
             entries.append(replace(entry, status=STALE))
             continue
-        new_type = widen(_spark_type(entry.data_type), seen[path].data_type).simpleString()
+        new_type = widen(spark_type(entry.data_type), seen[path].data_type).simpleString()
         updated = replace(entry, data_type=new_type, last_seen_batch=batch_id, status=ACTIVE)
         if new_type != entry.data_type:
             widened.append((updated, entry.data_type))
         entries.append(updated)
     added = [
         RegistryEntry(
-            topic, leaf.path, names[leaf.path], leaf.data_type.simpleString(), batch_id, batch_id
+            topic,
+            table_name,
+            leaf.path,
+            names[leaf.path],
+            leaf.data_type.simpleString(),
+            batch_id,
+            batch_id,
         )
         for leaf in admitted
     ]

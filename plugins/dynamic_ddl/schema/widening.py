@@ -7,9 +7,9 @@
     anything else that differs  -> string (bool vs number, number vs string,
                                    object vs scalar, a VARIANT conflict ...)
 
-`parquet_reads_as` says whether files written with the old type can be read
-through the new one without rewriting them (Spark 4.3: int files read as
-bigint, double or decimal; nothing reads as string).
+Parquet cannot read files written with the old type through the new one
+(bigint files as double or as string both fail in Spark 4.3), so a widened
+column costs its table one rewrite (ingest/tables.py, rewrite_widened).
 """
 
 from __future__ import annotations
@@ -57,14 +57,3 @@ def widen(current: DataType, incoming: DataType) -> DataType:
     if isinstance(current, ArrayType) and isinstance(incoming, ArrayType):
         return ArrayType(widen(current.elementType, incoming.elementType), True)
     return StringType()
-
-
-def parquet_reads_as(written: DataType, read_as: DataType) -> bool:
-    """Whether Parquet files written with `written` can be read as `read_as` in place."""
-    if written == read_as:
-        return True
-    if isinstance(written, IntegerType):
-        return isinstance(read_as, LongType | DoubleType | DecimalType)
-    if isinstance(written, ArrayType) and isinstance(read_as, ArrayType):
-        return parquet_reads_as(written.elementType, read_as.elementType)
-    return False

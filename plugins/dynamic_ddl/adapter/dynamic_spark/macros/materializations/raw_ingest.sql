@@ -1,0 +1,87 @@
+{#
+    Raw ingestion: a Python model that commits its own batches.
+
+    A raw model does not return a table for dbt to write: it appends new
+    inbox files to its raw table, child tables, quarantine, schema registry
+    and file ledger, batch by batch and exactly once (dynamic_ddl.ingest.job).
+    This materialization hands the model its settings, built from
+    `vars.raw_topics.<topic>` (the topic is the model name without `raw_`)
+    and `vars.inbox_dir`, and runs it. Nothing is dropped or rebuilt, so
+    `--full-refresh` changes nothing here.
+#}
+{% materialization raw_ingest, adapter='dynamic_spark', supported_languages=['python'] %}
+    {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema, database=database, type='table') -%}
+    {%- set settings = dynamic_spark_raw_ingest_settings(model, schema) -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {% do adapter.create_schema(target_relation) %}
+    {% do adapter.create_bookkeeping_tables(schema) %}
+    {%- call statement('main', language='python') -%}
+        {{ dynamic_spark_py_raw_ingest(compiled_code, settings) }}
+    {%- endcall -%}
+    {% call statement('refresh_raw') %}refresh table {{ target_relation }}{% endcall %}
+
+    {% do persist_docs(target_relation, model) %}
+
+    {{ run_hooks(post_hooks) }}
+
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{#
+    The settings a raw model runs with: the topic's entry in vars.raw_topics,
+    the inbox, the limits in vars.raw_limits, and where to write.
+#}
+{% macro dynamic_spark_raw_ingest_settings(model, schema) %}
+    {%- set name = model['alias'] -%}
+    {%- if not name.startswith('raw_') -%}
+        {{ exceptions.raise_compiler_error("Raw model '" ~ name ~ "' must be named raw_<topic>, with the topic configured in vars.raw_topics of dbt_project.yml.") }}
+    {%- endif -%}
+    {%- set topic = name[4:] -%}
+    {%- set topics = var('raw_topics', {}) -%}
+    {%- if topic not in topics -%}
+        {{ exceptions.raise_compiler_error("Topic '" ~ topic ~ "' (model " ~ name ~ ") is not in vars.raw_topics of dbt_project.yml. Add it: raw_topics: {" ~ topic ~ ": {record_key: [json.path], event_time: json.path}}.") }}
+    {%- endif -%}
+    {%- set entry = topics[topic] -%}
+    {%- set record_key = entry['record_key'] -%}
+    {%- if record_key is string -%}{%- set record_key = [record_key] -%}{%- endif -%}
+    {%- set settings = {
+        'topic': topic,
+        'record_key': record_key,
+        'event_time': entry['event_time'],
+        'inbox_dir': var('inbox_dir', 'data/inbox'),
+        'schema': schema,
+        'table': name,
+    } -%}
+    {%- do settings.update(var('raw_limits', {})) -%}
+    {{ return(settings) }}
+{% endmacro %}
+
+
+{% macro dynamic_spark_py_raw_ingest(compiled_code, settings) -%}
+# dynamic_spark: model code starts on the next line
+{{ compiled_code }}
+
+
+# --- Written by the dynamic_spark adapter: hand the model its settings, run it. --- #
+import json as _json
+
+config_dict["raw_ingest"] = _json.loads({{ settings | tojson | tojson }})
+dbt = dbtObj(spark.table)
+model(dbt, spark)
+{%- endmacro %}
+
+
+{#
+    The ledger, registry and quarantine tables of the target schema, created
+    if missing. Called by the project's on-run-start hook as well, so their
+    source tests find them before any raw model has run.
+#}
+{% macro create_ingestion_tables() %}
+    {%- if execute -%}
+        {% call statement('create_ingestion_schema') %}create schema if not exists {{ target.schema }}{% endcall %}
+        {% do adapter.create_bookkeeping_tables(target.schema) %}
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,378 @@
+"""One raw model's run: ingest a topic's new inbox files, batch by batch, exactly once.
+
+For each batch (pending ones from an interrupted run first, then new files):
+
+1. record its files in the ledger as `pending` (with their line counts);
+2. infer the batch's schema, plan the registry (new, widened, stale columns);
+3. create, widen or `ADD COLUMNS` to the raw table and its child tables;
+4. parse every line once; write raw rows, child rows and quarantine rows,
+   each into the batch's own partitions only;
+5. write the registry, then mark the ledger entries `committed`.
+
+A run killed anywhere leaves the batch `pending`; the next run repeats it
+under the same batch id, overwriting the same partitions, so the result is
+the result of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructType
+
+from dynamic_ddl.ingest.bookkeeping import (
+    BookkeepingTables,
+    create_bookkeeping_tables,
+    read_ledger,
+    read_registry,
+    write_ledger,
+    write_quarantine,
+    write_registry,
+)
+from dynamic_ddl.ingest.ledger import (
+    COMMITTED,
+    PENDING,
+    Batch,
+    LedgerEntry,
+    plan_batches,
+    scan_inbox,
+)
+from dynamic_ddl.ingest.lines import number_rejected_lines
+from dynamic_ddl.ingest.parse import (
+    RECORD,
+    REJECT_REASON,
+    LineLimits,
+    exact_numbers,
+    infer_schema,
+    parse_lines,
+    parse_schema,
+    read_text_lines,
+)
+from dynamic_ddl.ingest.raw_rows import (
+    INDEX_COLUMN,
+    OVERFLOW_COLUMN,
+    PARENT_PREFIX,
+    BatchContext,
+    child_rows,
+    element_leaves,
+    quarantine_rows,
+    raw_rows,
+    table_leaves,
+)
+from dynamic_ddl.ingest.tables import (
+    ensure_table,
+    overwrite_partitions,
+    rewrite_widened,
+    table_exists,
+)
+from dynamic_ddl.ingest.topics import TopicConfig
+from dynamic_ddl.schema.flatten import Leaf, field_at
+from dynamic_ddl.schema.naming import JsonPath, base_column_name
+from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan, plan_schema, spark_type
+from dynamic_ddl.spark_conf import project_root
+
+RAW_LEADING = [
+    ("_source_file", "string"),
+    ("_ingested_at", "timestamp"),
+    ("_raw_json", "string"),
+    (OVERFLOW_COLUMN, "map<string,string>"),
+]
+SUMMARY_COLUMNS = (
+    "topic string, batch_id string, files bigint, input_lines bigint, raw_rows bigint, "
+    "quarantined_lines bigint, columns_added bigint, columns_widened bigint"
+)
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    """Everything one raw model needs to know, from dbt_project.yml and the model."""
+
+    topic: TopicConfig
+    inbox: Path
+    table: str
+    bookkeeping: BookkeepingTables
+    limits: LineLimits = LineLimits()
+    max_columns: int = 500
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> IngestSettings:
+        """Settings from the dict the `raw_ingest` materialization passes to the model."""
+        inbox = Path(config["inbox_dir"])
+        topic = TopicConfig(
+            name=config["topic"],
+            record_key=tuple(config["record_key"]),
+            event_time=config["event_time"],
+        )
+        limits = LineLimits(
+            max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),
+            max_depth=int(config.get("max_depth", LineLimits.max_depth)),
+        )
+        return cls(
+            topic=topic,
+            inbox=inbox if inbox.is_absolute() else project_root() / inbox,
+            table=f"{config['schema']}.{config['table']}",
+            bookkeeping=BookkeepingTables.in_schema(config["schema"]),
+            limits=limits,
+            max_columns=int(config.get("max_columns", 500)),
+        )
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """What one batch did, for the run summary and the invariant check."""
+
+    topic: str
+    batch_id: str
+    files: int
+    input_lines: int
+    raw_rows: int
+    quarantined_lines: int
+    columns_added: int
+    columns_widened: int
+
+
+def dotted(path: str) -> JsonPath:
+    """A configured JSON path (`_data.log_ts`) as keys."""
+    return tuple(path.split("."))
+
+
+def child_table_name(table: str, path: JsonPath) -> str:
+    """`schema.raw_device_events` + `_data.media` -> `schema.raw_device_events__data_media`."""
+    return f"{table}__{base_column_name(path)}"
+
+
+def child_leading(topic: TopicConfig) -> list[tuple[str, str]]:
+    """The first columns of every child table: lineage, the parent's record key, the index."""
+    keys = [(PARENT_PREFIX + base_column_name(dotted(path)), "string") for path in topic.record_key]
+    return [
+        ("_source_file", "string"),
+        ("_ingested_at", "timestamp"),
+        *keys,
+        (INDEX_COLUMN, "int"),
+        (OVERFLOW_COLUMN, "map<string,string>"),
+    ]
+
+
+def plan_tables(
+    settings: IngestSettings,
+    registry: list[RegistryEntry],
+    source: StructType,
+    batch_id: str,
+    keep: Callable[[JsonPath], bool] = lambda path: True,
+) -> dict[str, SchemaPlan]:
+    """A schema plan per table the batch writes (the raw table, each child table), by bare name.
+
+    Only leaves for which `keep` is true are planned.
+    """
+    parent, children = table_leaves(source)
+    leaves_by_table = {_bare(settings.table): parent}
+    for child in children:
+        leaves_by_table[_bare(child_table_name(settings.table, child.path))] = element_leaves(child)
+    return {
+        name: plan_schema(
+            [e for e in registry if e.table_name == name],
+            [leaf for leaf in leaves if keep(leaf.path)],
+            settings.topic.name,
+            name,
+            batch_id,
+            settings.max_columns,
+        )
+        for name, leaves in leaves_by_table.items()
+    }
+
+
+def _bare(table: str) -> str:
+    return table.split(".")[1]
+
+
+def parse_types(plans: dict[str, SchemaPlan], source: StructType) -> dict[JsonPath, DataType]:
+    """Types to parse the batch's leaves with: each existing column's type after widening."""
+    parent, children = table_leaves(source)
+    paths = {leaf.path for leaf in parent}
+    paths |= {leaf.path for child in children for leaf in element_leaves(child)}
+    return {
+        entry.json_keys: spark_type(entry.data_type)
+        for plan in plans.values()
+        for entry in plan.entries
+        if entry.json_keys in paths
+    }
+
+
+def _holds_value_at(ordinals: tuple[int, ...]) -> Callable[[Column], Column]:
+    return lambda element: field_at(element, ordinals).isNotNull()
+
+
+def batch_counts(parsed: DataFrame, source: StructType, candidates: set[JsonPath]) -> dict:
+    """One pass over the parsed batch: accepted and rejected lines, and, per candidate
+    path, how many accepted records hold a value there (`count:<path index>`)."""
+    record = F.col(RECORD)
+    ok = F.col(REJECT_REASON).isNull()
+    parent, children = table_leaves(source)
+    checks: list[tuple[JsonPath, Column]] = [
+        (leaf.path, field_at(record, leaf.ordinals).isNotNull())
+        for leaf in parent
+        if leaf.path in candidates
+    ]
+    for child in children:
+        array = field_at(record, child.ordinals)
+        for leaf in element_leaves(child):
+            if leaf.path in candidates:
+                holds = F.exists(array, _holds_value_at(leaf.ordinals))
+                checks.append((leaf.path, F.coalesce(holds, F.lit(False))))
+    row = parsed.agg(
+        F.count_if(ok).alias("accepted"),
+        F.count_if(~ok).alias("rejected"),
+        *[F.count_if(ok & check).alias(f"c{i}") for i, (_, check) in enumerate(checks)],
+    ).first()
+    valued = {path for i, (path, _) in enumerate(checks) if row[f"c{i}"] > 0}
+    return {"accepted": row["accepted"], "rejected": row["rejected"], "valued": valued}
+
+
+def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
+    """Ingest every new file of the topic; one summary row per batch (none when nothing is new)."""
+    settings = IngestSettings.from_config(config)
+    create_bookkeeping_tables(spark, settings.bookkeeping)
+    summaries = [
+        ingest_batch(spark, settings, batch) for batch in batches_to_ingest(spark, settings)
+    ]
+    rows = [tuple(vars(summary).values()) for summary in summaries]
+    return spark.createDataFrame(rows, SUMMARY_COLUMNS)
+
+
+def batches_to_ingest(spark: SparkSession, settings: IngestSettings) -> list[Batch]:
+    """Pending batches again, then the new files; reads no file the ledger has committed."""
+    entries = read_ledger(spark, settings.bookkeeping.ledger, settings.topic.name)
+    scanned = scan_inbox(settings.inbox, settings.topic.name, entries)
+    return plan_batches(scanned, entries, datetime.now(UTC))
+
+
+def _record_ledger(spark: SparkSession, settings: IngestSettings, batch: Batch, state: str) -> None:
+    entries = read_ledger(spark, settings.bookkeeping.ledger, settings.topic.name)
+    taken = {(f.path, f.checksum) for f in batch.files}
+    kept = [e for e in entries if (e.path, e.checksum) not in taken or e.state == COMMITTED]
+    kept += [
+        LedgerEntry(f.path, f.size, f.mtime, f.checksum, f.line_count, batch.batch_id, state)
+        for f in batch.files
+    ]
+    write_ledger(spark, settings.bookkeeping.ledger, settings.topic.name, kept)
+
+
+def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) -> BatchSummary:
+    """Ingest one batch of files (see the module docstring for the steps)."""
+    topic = settings.topic
+    context = BatchContext(topic.name, batch.batch_id, datetime.now(UTC).replace(tzinfo=None))
+    files = [f.path for f in batch.files]
+    _record_ledger(spark, settings, batch, PENDING)
+
+    inferred: StructType = exact_numbers(infer_schema(spark, files))  # type: ignore[assignment]
+    registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
+    draft = plan_tables(settings, registry, inferred, batch.batch_id)
+    source = parse_schema(inferred, parse_types(draft, inferred))
+    parsed = parse_lines(read_text_lines(spark, files), source, settings.limits)
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        # Inference saw every line, quarantined ones too: a new path gets a
+        # column only if an accepted record holds a value there.
+        new_paths = {entry.json_keys for plan in draft.values() for entry in plan.added}
+        counts = batch_counts(parsed, source, new_paths)
+        plans = plan_tables(
+            settings,
+            registry,
+            source,
+            batch.batch_id,
+            keep=lambda path: path not in new_paths or path in counts["valued"],
+        )
+        prepare_tables(spark, settings, plans)
+        write_batch(spark, settings, context, parsed, source, plans)
+    finally:
+        parsed.unpersist()
+
+    _write_registry(spark, settings, registry, plans)
+    _record_ledger(spark, settings, batch, COMMITTED)
+    return BatchSummary(
+        topic=topic.name,
+        batch_id=batch.batch_id,
+        files=len(batch.files),
+        input_lines=sum(f.line_count for f in batch.files),
+        raw_rows=counts["accepted"],
+        quarantined_lines=counts["rejected"],
+        columns_added=sum(len(plan.added) for plan in plans.values()),
+        columns_widened=sum(len(plan.widened) for plan in plans.values()),
+    )
+
+
+def prepare_tables(
+    spark: SparkSession, settings: IngestSettings, plans: dict[str, SchemaPlan]
+) -> None:
+    """Create each table, rewrite it if a column widened, add its new columns."""
+    schema_name = settings.table.split(".")[0]
+    for name, plan in plans.items():
+        table = f"{schema_name}.{name}"
+        leading = RAW_LEADING if table == settings.table else child_leading(settings.topic)
+        widened = {entry.column_name: before for entry, before in plan.widened}
+        if widened and table_exists(spark, table):
+            rewrite_widened(spark, table, leading, plan.entries, widened)
+        ensure_table(spark, table, leading, plan.entries)
+
+
+def write_batch(
+    spark: SparkSession,
+    settings: IngestSettings,
+    context: BatchContext,
+    parsed: DataFrame,
+    source: StructType,
+    plans: dict[str, SchemaPlan],
+) -> None:
+    """Write the batch's raw rows, child rows and quarantine rows, each to its own partitions."""
+    event_time = dotted(settings.topic.event_time)
+    entries = plans[_bare(settings.table)].entries
+    overwrite_partitions(
+        spark, settings.table, raw_rows(parsed, context, source, entries, event_time)
+    )
+    parent, children = table_leaves(source)
+    parent_keys = _parent_keys(settings.topic, parent)
+    for child in children:
+        table = child_table_name(settings.table, child.path)
+        entries = plans[_bare(table)].entries
+        rows = child_rows(parsed, context, source, child, entries, parent_keys, event_time)
+        overwrite_partitions(spark, table, rows)
+    rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
+    numbered = number_rejected_lines(spark, rejected.select("_source_file", "line", REJECT_REASON))
+    write_quarantine(
+        spark,
+        settings.bookkeeping.quarantine,
+        quarantine_rows(numbered, context),
+        settings.topic.name,
+        context.batch_id,
+    )
+
+
+def _parent_keys(topic: TopicConfig, leaves: list[Leaf]) -> dict[str, Leaf]:
+    """The parent's record-key leaves by their `_parent_` column suffix."""
+    by_path = {leaf.path: leaf for leaf in leaves}
+    return {
+        base_column_name(dotted(path)): by_path[dotted(path)]
+        for path in topic.record_key
+        if dotted(path) in by_path
+    }
+
+
+def _write_registry(
+    spark: SparkSession,
+    settings: IngestSettings,
+    registry: list[RegistryEntry],
+    plans: dict[str, SchemaPlan],
+) -> None:
+    """The plans' entries, plus the entries of tables this batch did not touch, now stale."""
+    untouched = [
+        replace(entry, status=STALE) for entry in registry if entry.table_name not in plans
+    ]
+    entries = [entry for plan in plans.values() for entry in plan.entries] + untouched
+    write_registry(spark, settings.bookkeeping.registry, settings.topic.name, entries)

@@ -1,0 +1,158 @@
+"""A batch of JSON-lines files, parsed once, each line accepted or given a reason.
+
+Two passes over the files, the same as a bare `spark.read.json`: Spark's
+JSON reader infers the batch's schema, then `from_json` parses each line of
+`spark.read.text` with that schema (widened by the registry where a column
+already exists). Parsing text rather than reading JSON directly keeps the
+original line for `_raw_json` and for quarantine.
+
+Nothing is dropped: a line either parses into an object or carries the
+reason it goes to quarantine:
+
+    line_too_long     longer than LineLimits.max_line_bytes (never parsed)
+    invalid_utf8      bytes that are not UTF-8 (kept exactly, base64, in quarantine)
+    empty_line        nothing but whitespace
+    not_an_object     valid JSON, but an array, a string, a number, ...
+    unparseable_json  not JSON at all (including nesting beyond Jackson's limit)
+    nesting_too_deep  objects/arrays nested deeper than LineLimits.max_depth
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from dynamic_ddl.schema.flatten import deeper_than, positional_type, with_leaf_types
+from dynamic_ddl.schema.naming import JsonPath
+
+CORRUPT_RECORD = "_corrupt_record"
+RECORD = "_record"
+REJECT_REASON = "_reject_reason"
+
+
+@dataclass(frozen=True)
+class LineLimits:
+    """Lines longer than `max_line_bytes`, or nesting deeper than `max_depth`, are quarantined."""
+
+    max_line_bytes: int = 1_000_000
+    max_depth: int = 32
+
+
+@contextmanager
+def case_sensitive(spark: SparkSession) -> Iterator[None]:
+    """Resolve names case-sensitively inside the block.
+
+    Schema inference needs it: with the default, keys such as `State` and
+    `state` in one object fail as duplicate columns.
+    """
+    before = spark.conf.get("spark.sql.caseSensitive")
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.caseSensitive", before)
+
+
+def infer_schema(spark: SparkSession, files: list[str]) -> StructType:
+    """The batch's schema, inferred by Spark's JSON reader over every line.
+
+    Keys that are null in every line are left out (dropFieldIfAllNull): they
+    get a column once a value arrives, and stay in `_raw_json` until then.
+    """
+    with case_sensitive(spark):
+        schema = (
+            spark.read.option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
+            .option("dropFieldIfAllNull", "true")
+            .json(files)
+            .schema
+        )
+    return StructType([field for field in schema.fields if field.name != CORRUPT_RECORD])
+
+
+def exact_numbers(data_type: DataType) -> DataType:
+    """The type with every decimal replaced by string, at any depth.
+
+    The JSON reader infers integers too large for bigint as decimal; they are
+    read as their exact text instead, never rounded and never NULL.
+    """
+    if isinstance(data_type, DecimalType):
+        return StringType()
+    if isinstance(data_type, StructType):
+        return StructType(
+            [StructField(f.name, exact_numbers(f.dataType), True) for f in data_type.fields]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(exact_numbers(data_type.elementType), True)
+    return data_type
+
+
+def parse_schema(inferred: StructType, known: dict[JsonPath, DataType]) -> StructType:
+    """The schema lines are parsed with: the registry's type for each leaf it knows.
+
+    `known` holds, for leaves of this batch that already have a column, the
+    column's type after widening, which holds every value of the batch.
+    """
+    return with_leaf_types(exact_numbers(inferred), known)  # type: ignore[arg-type]
+
+
+def read_text_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """One row per input line: _source_file, line."""
+    return spark.read.text(files).select(
+        F.col("_metadata.file_path").alias("_source_file"), F.col("value").alias("line")
+    )
+
+
+def rejection_reason(
+    line: Column, record: Column, schema: StructType, limits: LineLimits
+) -> Column:
+    """Why a line cannot become a raw row, or NULL when it can.
+
+    `record` is the line parsed with `schema` plus the corrupt-record field,
+    cast to its positional type (see flatten.positional_type).
+    """
+    corrupt = record.getField(f"f{len(schema.fields)}")
+    return (
+        F.when(F.octet_length(line) > limits.max_line_bytes, F.lit("line_too_long"))
+        .when(~F.is_valid_utf8(line), F.lit("invalid_utf8"))
+        .when(F.trim(line) == "", F.lit("empty_line"))
+        .when(
+            record.isNull() | corrupt.isNotNull(),
+            F.when(F.try_parse_json(line).isNull(), F.lit("unparseable_json")).otherwise(
+                F.lit("not_an_object")
+            ),
+        )
+        .when(
+            deeper_than(record, positional_type(schema), limits.max_depth),
+            F.lit("nesting_too_deep"),
+        )
+    )
+
+
+def parse_lines(
+    lines: DataFrame, schema: StructType, limits: LineLimits = LineLimits()
+) -> DataFrame:
+    """Parse each line once: adds `_record` (positional struct) and `_reject_reason`.
+
+    Over-long lines are not parsed at all.
+    """
+    with_corrupt = StructType([*schema.fields, StructField(CORRUPT_RECORD, StringType())])
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
+    too_long = F.octet_length("line") > limits.max_line_bytes
+    parsed = F.from_json("line", with_corrupt, options).cast(positional_type(with_corrupt))
+    # Two selects, so the parse is computed once and the reason reads its result.
+    parsed_lines = lines.select("*", F.when(~too_long, parsed).alias(RECORD))
+    reason = rejection_reason(F.col("line"), F.col(RECORD), schema, limits)
+    return parsed_lines.withColumn(REJECT_REASON, reason)

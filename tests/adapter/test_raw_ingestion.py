@@ -1,0 +1,199 @@
+"""Raw ingestion through a real `dbt build`: hostile input, drift, quarantine, nothing lost.
+
+The test project holds one raw model (the project's own stub, as raw_hostile),
+the project's source declarations and its invariant test, and reads an inbox
+the test writes: a hostile first batch, then a drifting second batch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from dbt.tests.util import run_dbt
+
+from tests.adapter.targets import session_profile
+from tests.conftest import PROJECT_ROOT
+
+LONG = "z" * 5000
+BATCH_1 = [
+    json.dumps(
+        {
+            "id": 1,
+            "ts": "2026-11-01T10:00:00Z",
+            "Name": "Upper",
+            "name": "lower",
+            "a.b": 1,
+            "a": {"b": 2},
+            "first name": "spaced",
+            "first_name": "snake",
+            "sel;ect--": "s",
+            "emoji 📷": "cam",
+            "quote's": "q",
+            "both'\"": "b",
+            "always_null": None,
+            "empty": {},
+            "tags": ["x", "y"],
+            "long": LONG,
+            "items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}],
+            "n": {"deep": True},
+        },
+        ensure_ascii=False,
+    ).replace('"long"', '"big": 123456789012345678901234567890, "long"'),
+    json.dumps({"id": 2, "ts": "2026-11-02T23:59:59Z", "big": 5, "items": []}),
+    "[1, 2]",
+    '{"broken": ',
+    '{"d": {"d": {"d": {"d": {"d": {"d": {"d": 1}}}}}}}',
+    None,  # invalid UTF-8, written as bytes below
+    "",
+    json.dumps({"id": 9, "pad": "p" * 30000}),
+]
+INVALID_UTF8 = b'{"id": 7, "name": "caf\xff"}'
+BATCH_2 = [
+    json.dumps(
+        {
+            "id": "x-3",
+            "ts": "2026-11-03T08:00:00Z",
+            "big": 1.5,
+            "n": {"deep": False, "new1": 1},
+            "new2": "v",
+            "new3": 3,
+            "new4": 4,
+            "items": [{"sku": "c", "qty": 2.5, "color": "red"}],
+        }
+    )
+]
+CAP = 18  # batch 1 has 16 leaves: batch 2's four new ones get two columns, two overflow
+
+
+def _write_batch(folder: Path, lines: list[str | None]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = b"\n".join(INVALID_UTF8 if line is None else line.encode() for line in lines)
+    (folder / "part-0.json").write_bytes(payload + b"\n")
+
+
+def _project_sources() -> dict:
+    raw_yml = yaml.safe_load((PROJECT_ROOT / "python_models/raw/_raw.yml").read_text())
+    return {"version": 2, "sources": raw_yml["sources"]}
+
+
+class TestRawIngestion:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def inbox(self, tmp_path_factory):
+        return tmp_path_factory.mktemp("inbox")
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self, inbox):
+        return {
+            "vars": {
+                "inbox_dir": str(inbox),
+                "raw_topics": {"hostile": {"record_key": ["id"], "event_time": "ts"}},
+                "raw_limits": {"max_line_bytes": 20000, "max_depth": 6, "max_columns": CAP},
+            },
+            "on-run-start": ["{{ create_ingestion_tables() }}"],
+        }
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        stub = (PROJECT_ROOT / "python_models/raw/raw_device_events.py").read_text()
+        return {"raw_hostile.py": stub, "_raw.yml": yaml.safe_dump(_project_sources())}
+
+    @pytest.fixture(scope="class")
+    def tests(self):
+        invariant = PROJECT_ROOT / "tests/data_tests/assert_every_input_line_is_accounted_for.sql"
+        return {invariant.name: invariant.read_text()}
+
+    def _rows(self, project, sql):
+        return [tuple(row) for row in project.run_sql(sql, fetch="all")]
+
+    def _columns(self, project, table):
+        rows = self._rows(
+            project,
+            f"select json_keys, column_name, data_type, status from {project.test_schema}."
+            f"raw_schema_registry where table_name = '{table}'",
+        )
+        # Keyed by dotted path, except the one key that holds a dot itself.
+        return {
+            (tuple(keys) if list(keys) == ["a.b"] else ".".join(keys)): (name, data_type, status)
+            for keys, name, data_type, status in rows
+        }
+
+    def test_hostile_batch_then_drift(self, project, inbox):
+        schema = project.test_schema
+        _write_batch(inbox / "hostile" / "dt=2026-11-01", BATCH_1)
+        run_dbt(["build"])  # the invariant test is part of the build
+
+        columns = self._columns(project, "raw_hostile")
+        assert "always_null" not in columns and "empty" not in columns
+        names = {path: name for path, (name, _, _) in columns.items()}
+        # Case-only, dot-vs-nesting and space-vs-underscore collisions get distinct names.
+        assert names["Name"] != names["name"] and {"name"} & {names["Name"], names["name"]}
+        assert names["a.b"] == "a_b" and names[("a.b",)].startswith("a_b_")  # nested vs key "a.b"
+        assert names["first name"] != names["first_name"]
+        assert names["sel;ect--"] == "sel_ect" and names["quote's"] == "quote_s"
+        assert columns["big"][1] == "string" and columns["tags"][1] == "array<string>"
+
+        raw = f"{schema}.raw_hostile"
+        picked = [names[k] for k in ("Name", "name", "first name", "emoji 📷", "both'\"")]
+        (row,) = self._rows(
+            project,
+            f"select `{picked[0]}`, `{picked[1]}`, `{picked[2]}`, big, length(long), tags,"
+            f" n_deep, `{picked[3]}`, `{picked[4]}`, _event_date,"
+            f" _raw_json like '%always_null%' from {raw} where id = 1",
+        )
+        assert row[:5] == ("Upper", "lower", "spaced", "123456789012345678901234567890", 5000)
+        assert list(row[5]) == ["x", "y"] and row[6] is True and row[7] == "cam" and row[8] == "b"
+        assert str(row[9]) == "2026-11-01" and row[10] is True
+
+        children = self._rows(
+            project,
+            f"select _parent_id, _index, items_sku, items_qty from {raw}__items order by _index",
+        )
+        assert children == [("1", 0, "a", 1), ("1", 1, "b", 2)]
+
+        quarantined = self._rows(
+            project,
+            f"select line_number, reason, raw_base64 from {schema}.raw_quarantine"
+            " order by line_number",
+        )
+        assert [(n, reason) for n, reason, _ in quarantined] == [
+            (3, "not_an_object"),
+            (4, "unparseable_json"),
+            (5, "nesting_too_deep"),
+            (6, "invalid_utf8"),
+            (7, "empty_line"),
+            (8, "line_too_long"),
+        ]
+        import base64
+
+        assert base64.b64decode(quarantined[3][2]) == INVALID_UTF8
+
+        # Batch 2: id turns to text, qty to double, new attributes beyond the cap.
+        _write_batch(inbox / "hostile" / "dt=2026-11-03", BATCH_2)
+        run_dbt(["build"])
+        columns = self._columns(project, "raw_hostile")
+        assert columns["id"][1] == "string" and columns["Name"][2] == "stale"
+        assert "n.new1" in columns and "new2" in columns and "new3" not in columns
+        ids = self._rows(project, f"select id, _overflow from {raw} order by id")
+        assert [i for i, _ in ids] == ["1", "2", "x-3"]
+        assert ids[2][1] == {"new3": "3", "new4": "4"}
+        qty = self._rows(
+            project,
+            f"select items_sku, items_qty, items_color from {raw}__items order by items_sku",
+        )
+        assert qty == [("a", 1.0, None), ("b", 2.0, None), ("c", 2.5, "red")]
+
+        # A third run finds nothing new and changes nothing.
+        before = self._rows(project, f"select count(*), max(_ingested_at) from {raw}")
+        run_dbt(["build"])
+        assert self._rows(project, f"select count(*), max(_ingested_at) from {raw}") == before
+        ledger = self._rows(
+            project, f"select state, count(*) from {schema}.raw_file_ledger group by 1"
+        )
+        assert ledger == [("committed", 2)]

@@ -1,0 +1,73 @@
+{#
+    Nothing is lost: for every committed batch of every topic, the lines in
+    its files equal the rows it wrote to the raw table plus the lines it
+    quarantined. Returns the batches where they differ.
+#}
+with
+
+ledger as (
+
+    select
+        topic,
+        batch_id,
+        sum(line_count) as input_lines
+
+    from {{ source('ingestion', 'raw_file_ledger') }}
+
+    where state = 'committed'
+
+    group by 1, 2
+
+),
+
+raw_rows as (
+
+    {% for topic in var('raw_topics') %}
+        select
+            '{{ topic }}' as topic,
+            _batch_id as batch_id,
+            count(*) as raw_rows
+
+        from {{ ref('raw_' ~ topic) }}
+
+        group by 1, 2
+        {% if not loop.last %}union all{% endif %}
+    {% endfor %}
+
+),
+
+quarantined as (
+
+    select
+        topic,
+        batch_id,
+        count(*) as quarantined_lines
+
+    from {{ source('ingestion', 'raw_quarantine') }}
+
+    group by 1, 2
+
+),
+
+accounted as (
+
+    select
+        ledger.topic,
+        ledger.batch_id,
+        ledger.input_lines,
+        coalesce(raw_rows.raw_rows, 0) as raw_rows,
+        coalesce(quarantined.quarantined_lines, 0) as quarantined_lines
+
+    from ledger
+
+    left join raw_rows
+        on ledger.topic = raw_rows.topic and ledger.batch_id = raw_rows.batch_id
+
+    left join quarantined
+        on ledger.topic = quarantined.topic and ledger.batch_id = quarantined.batch_id
+
+)
+
+select * from accounted
+
+where input_lines != raw_rows + quarantined_lines

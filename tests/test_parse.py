@@ -1,0 +1,66 @@
+"""Parsing a batch once: every line accepted or given a reason, and numbered when rejected."""
+
+from __future__ import annotations
+
+import gzip
+
+from pyspark.sql import functions as F
+
+from dynamic_ddl.ingest.lines import number_rejected_lines
+from dynamic_ddl.ingest.parse import (
+    REJECT_REASON,
+    LineLimits,
+    infer_schema,
+    parse_lines,
+    read_text_lines,
+)
+
+DEEP = b'{"a": {"b": {"c": {"d": 1}}}}'
+
+
+def _write(path, payload: bytes, compress: bool = False):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(payload) if compress else payload)
+    return str(path)
+
+
+def test_every_line_is_accepted_or_quarantined_with_its_number(spark, tmp_path):
+    plain = _write(
+        tmp_path / "t" / "a.json",
+        b'{"id": 1}\r\n[1, 2]\n42\n{"id": \n\n{"name": "caf\xff"}\n'
+        + b'{"x": "'
+        + b"y" * 200
+        + b'"}\n'
+        + DEEP
+        + b"\nnot json\n",
+    )
+    zipped = _write(tmp_path / "t" / "b.json.gz", b'{"id": 2}\n{"id": 3}', compress=True)
+    files = [plain, zipped]
+    limits = LineLimits(max_line_bytes=100, max_depth=3)
+    parsed = parse_lines(read_text_lines(spark, files), infer_schema(spark, files), limits)
+
+    rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
+    numbered = number_rejected_lines(spark, rejected.select("_source_file", "line", REJECT_REASON))
+    got = {
+        (r._source_file.rsplit("/", 1)[-1], r._line_number): r[REJECT_REASON]
+        for r in numbered.collect()
+    }
+    assert got == {
+        ("a.json", 2): "not_an_object",
+        ("a.json", 3): "not_an_object",
+        ("a.json", 4): "unparseable_json",
+        ("a.json", 5): "empty_line",
+        ("a.json", 6): "invalid_utf8",
+        ("a.json", 7): "line_too_long",
+        ("a.json", 8): "nesting_too_deep",
+        ("a.json", 9): "unparseable_json",
+    }
+    # Accepted: line 1 (CRLF) and both gzip lines, the last without a newline.
+    assert parsed.where(F.col(REJECT_REASON).isNull()).count() == 3
+    assert parsed.count() == 11  # every input line (9 + 2), nothing dropped
+
+
+def test_keys_differing_only_in_case_are_both_inferred(spark, tmp_path):
+    path = _write(tmp_path / "c.json", b'{"State": "CA", "state": "ca", "n": null, "e": {}}\n')
+    schema = infer_schema(spark, [path])
+    assert schema.simpleString() == "struct<State:string,state:string>"
