@@ -37,6 +37,10 @@ def session_settings() -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # The embedded Derby metastore cannot filter partitions of raw tables
+        # by _batch_id (INTERNAL_ERROR_HIVE_METASTORE_PARTITION_FILTER): list
+        # them all and prune in Spark instead.
+        "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
     }
 
 

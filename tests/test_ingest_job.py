@@ -1,0 +1,98 @@
+"""Ingestion as a job: exactly once under interruption, and sample drift with no manual step."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from pyspark.sql import functions as F
+
+from dynamic_ddl.ingest import job
+from dynamic_ddl.ingest.job import ingest_topic
+from dynamic_ddl.sampledata.generator import GeneratorConfig, generate
+from dynamic_ddl.sampledata.reference import load_reference
+
+TOPIC = {"topic": "device_events", "record_key": ["_data.event.id"], "event_time": "_data.log_ts"}
+
+
+@pytest.fixture(scope="module")
+def inbox(tmp_path_factory):
+    """Two sample batches, each in its own inbox folder, the second drifting."""
+    root = tmp_path_factory.mktemp("sample")
+    for batch in (1, 2):
+        generate(GeneratorConfig(root / f"b{batch}", events=400, batch=batch), load_reference())
+    return root
+
+
+def _config(schema: str, inbox_dir) -> dict:
+    return {**TOPIC, "inbox_dir": str(inbox_dir), "schema": schema, "table": "raw_device_events"}
+
+
+def _accounted(spark, schema: str) -> list[tuple]:
+    """Per batch: input lines, raw rows, quarantined lines."""
+    ledger = (
+        spark.table(f"{schema}.raw_file_ledger")
+        .groupBy("batch_id")
+        .agg(F.sum("line_count").alias("lines"), F.min("state").alias("state"))
+    )
+    raw = spark.table(f"{schema}.raw_device_events").groupBy(F.col("_batch_id").alias("batch_id"))
+    quarantined = spark.table(f"{schema}.raw_quarantine").groupBy("batch_id")
+    return [
+        tuple(row)
+        for row in ledger.join(raw.count().withColumnRenamed("count", "raw"), "batch_id", "left")
+        .join(quarantined.count().withColumnRenamed("count", "quarantined"), "batch_id", "left")
+        .select("state", "lines", "raw", "quarantined")
+        .fillna(0)
+        .collect()
+    ]
+
+
+def test_a_killed_run_is_finished_by_the_next_one_exactly_once(spark, inbox, monkeypatch):
+    spark.sql("create database if not exists ingest_clean")
+    spark.sql("create database if not exists ingest_killed")
+    ingest_topic(spark, _config("ingest_clean", inbox / "b1"))
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed after the data was written")
+
+    monkeypatch.setattr(job, "_write_registry", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_topic(spark, _config("ingest_killed", inbox / "b1"))
+    states = spark.table("ingest_killed.raw_file_ledger").select("state", "batch_id").distinct()
+    ((state, pending_batch),) = [tuple(r) for r in states.collect()]
+    assert state == "pending"
+
+    monkeypatch.undo()
+    (summary,) = ingest_topic(spark, _config("ingest_killed", inbox / "b1")).collect()
+    assert summary.batch_id == pending_batch  # rerun under the same id: same partitions
+
+    def content(schema):
+        rows = spark.table(f"{schema}.raw_device_events").select("_raw_json", "data_event_id")
+        return sorted(tuple(r) for r in rows.collect())
+
+    assert content("ingest_killed") == content("ingest_clean")
+    ((state, lines, raw, quarantined),) = _accounted(spark, "ingest_killed")
+    assert state == "committed" and lines == raw + quarantined and quarantined > 0
+    assert ingest_topic(spark, _config("ingest_killed", inbox / "b1")).count() == 0
+
+
+def test_second_sample_batch_drifts_in_with_no_manual_step(spark, inbox, tmp_path):
+    spark.sql("create database if not exists ingest_drift")
+    both = tmp_path / "inbox"
+    shutil.copytree(inbox / "b1", both)
+    (first,) = ingest_topic(spark, _config("ingest_drift", both)).collect()
+    for day in (inbox / "b2" / "device_events").iterdir():  # batch 2 lands beside batch 1
+        shutil.copytree(day, both / "device_events" / f"b2-{day.name}")
+    (second,) = ingest_topic(spark, _config("ingest_drift", both)).collect()
+    assert first.columns_added > 0 and second.columns_added > 0
+
+    registry = spark.table("ingest_drift.raw_schema_registry")
+    new = registry.where(F.col("first_seen_batch") == second.batch_id)
+    assert new.count() == second.columns_added
+    raw = spark.table("ingest_drift.raw_device_events")
+    old_rows = raw.where(F.col("_batch_id") == first.batch_id)
+    for (column,) in new.where("table_name = 'raw_device_events'").select("column_name").collect():
+        assert old_rows.where(F.col(column).isNotNull()).count() == 0  # old rows read NULL
+        assert raw.where(F.col(column).isNotNull()).count() > 0
+    for state, lines, raw_rows, quarantined in _accounted(spark, "ingest_drift"):
+        assert state == "committed" and lines == raw_rows + quarantined
