@@ -60,6 +60,7 @@ thrift-status: ## Is the local Thrift + Spark Connect server running? (exit 3 if
 	$(BIN)/python -m dynamic_ddl.server status
 
 bench: setup ## Benchmarks: print the figures and write docs/benchmarks.md
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	$(BIN)/python bench/run.py
 
 clean: ## Remove dbt output and local Spark state (.local); keeps .venv and data

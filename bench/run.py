@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import ingestion  # noqa: E402
 import model_overhead  # noqa: E402
 
 from dynamic_ddl.spark_conf import project_root  # noqa: E402
@@ -38,6 +39,19 @@ def main() -> None:
         "median of 4 runs after a warm-up run; times are "
         "dbt's own `execution_time` from `run_results.json`.\n\n"
         "Command: `make bench` (or `.venv/bin/python bench/model_overhead.py`).\n\n" + overhead
+    )
+    measured = ingestion.measure()
+    ingestion.chart(measured, project_root() / "docs" / "ingestion_throughput.png")
+    sections.append(
+        "## Raw ingestion\n\n"
+        "device_events from the sample generator at 1x, 4x and 16x; one local[2] "
+        "session (4 GiB driver), warmed up; median of 3 runs. `ours` is the whole raw "
+        "model's work (`ingest_topic` into an empty schema: ledger, schema inference, "
+        "parse, flatten, child table, quarantine, registry); `bare` is "
+        "`spark.read.json(files).write.parquet(out)`; `naive` explodes every leaf to "
+        "key/value rows and pivots back with MAX(CASE WHEN) by event id and timestamp.\n\n"
+        "Command: `make bench` (or `.venv/bin/python bench/ingestion.py`).\n\n"
+        + ingestion.report(measured)
     )
     text = (
         "# Benchmarks\n\nWritten by `make bench`. "
