@@ -73,3 +73,8 @@ def test_json_path_quotes_keys_that_need_it():
     assert json_path(("a.b", "it's", "x y")) == """$['a.b']["it's"]['x y']"""
     with pytest.raises(UnaddressableKey):
         json_path(("both ' and \"",))
+
+
+def test_a_key_with_both_quotes_still_gets_a_collision_free_name():
+    names = assign_column_names([("both'\"",), ("both",)])
+    assert names[("both",)] == "both" and names[("both'\"",)].startswith("both_")

@@ -16,7 +16,6 @@ from pyspark.sql import functions as F
 
 from dynamic_ddl.ingest.ledger import LedgerEntry
 from dynamic_ddl.ingest.tables import aligned
-from dynamic_ddl.schema.naming import JsonPath
 from dynamic_ddl.schema.registry import RegistryEntry
 
 LEDGER_COLUMNS = (
@@ -159,8 +158,3 @@ def write_quarantine(
     partition = f"topic = '{topic}', batch_id = '{batch_id}'"
     spark.sql(f"alter table {table} drop if exists partition ({partition})")
     aligned(spark, table, rows).write.insertInto(table, overwrite=True)
-
-
-def known_types(entries: list[RegistryEntry]) -> dict[JsonPath, str]:
-    """Each registered path's current type name."""
-    return {entry.json_keys: entry.data_type for entry in entries}

@@ -14,8 +14,8 @@ ingestion must account for: raw rows + quarantined lines).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,27 +60,39 @@ class Batch:
     files: tuple[InboxFile, ...]
 
 
-def file_checksum(path: Path) -> str:
-    """SHA-256 of the file's bytes, read in 1 MiB chunks."""
+def fingerprint(path: Path) -> tuple[str, int]:
+    """SHA-256 of the file's bytes and its line count, in one read of 1 MiB chunks.
+
+    Lines are counted as Spark's text reader splits them (a last line needs
+    no newline); gzip files are counted on their decompressed bytes.
+    """
     digest = hashlib.sha256()
+    unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
+    count, last = 0, b"\n"
     with open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
-    return digest.hexdigest()
+            text = chunk
+            if unzip is not None:
+                text = unzip.decompress(chunk)
+                while unzip.eof and unzip.unused_data:  # concatenated gzip members
+                    rest = unzip.unused_data
+                    unzip = zlib.decompressobj(wbits=47)
+                    text += unzip.decompress(rest)
+            if text:
+                count += text.count(b"\n")
+                last = text[-1:]
+    return digest.hexdigest(), count + (last != b"\n")
+
+
+def file_checksum(path: Path) -> str:
+    """SHA-256 of the file's bytes."""
+    return fingerprint(path)[0]
 
 
 def count_lines(path: Path) -> int:
-    """Lines as Spark's text reader splits them: a last line needs no newline.
-
-    Gzip files are counted on their decompressed bytes.
-    """
-    opener = gzip.open if path.name.endswith(".gz") else open
-    count, last = 0, b"\n"
-    with opener(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
-    return count + (last != b"\n")
+    """Lines as Spark's text reader splits them (see fingerprint)."""
+    return fingerprint(path)[1]
 
 
 def is_unchanged(path: Path, entry: LedgerEntry | None) -> bool:
@@ -99,11 +111,8 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
         if is_unchanged(path, committed.get(str(path))):
             continue
         stat = path.stat()
-        found.append(
-            InboxFile(
-                str(path), stat.st_size, stat.st_mtime, file_checksum(path), count_lines(path)
-            )
-        )
+        checksum, line_count = fingerprint(path)
+        found.append(InboxFile(str(path), stat.st_size, stat.st_mtime, checksum, line_count))
     return found
 
 

@@ -22,6 +22,7 @@ as `_batch_id`.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -40,7 +41,7 @@ class UnaddressableKey(ValueError):
 
 
 def json_path(path: JsonPath) -> str:
-    """The path in Spark's variant path syntax, quoting keys that need it.
+    r"""The path in Spark's variant path syntax, quoting keys that need it.
 
     Spark's paths have no escapes: a key is quoted with whichever quote it
     does not contain. A key containing both raises UnaddressableKey (callers
@@ -74,8 +75,16 @@ def display_path(path: JsonPath) -> str:
 
 
 def path_hash(path: JsonPath) -> str:
-    """8 hex characters identifying a path, stable across runs and machines."""
-    return hashlib.sha1(json_path(path).encode("utf-8")).hexdigest()[:SUFFIX_LENGTH]
+    """8 hex characters identifying a path, stable across runs and machines.
+
+    Hashes the path's JSON-path text, or, for a key no JSON path can hold,
+    the keys as a JSON list, so every path has one.
+    """
+    try:
+        text = json_path(path)
+    except UnaddressableKey:
+        text = json.dumps(list(path), ensure_ascii=False)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:SUFFIX_LENGTH]
 
 
 def _ascii_key(key: str) -> str:
