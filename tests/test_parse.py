@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from dynamic_ddl.ingest.lines import number_rejected_lines
 from dynamic_ddl.ingest.parse import (
@@ -37,10 +39,13 @@ def test_every_line_is_accepted_or_quarantined_with_its_number(spark, tmp_path):
     zipped = _write(tmp_path / "t" / "b.json.gz", b'{"id": 2}\n{"id": 3}', compress=True)
     files = [plain, zipped]
     limits = LineLimits(max_line_bytes=100, max_depth=3)
-    parsed = parse_lines(read_text_lines(spark, files), infer_schema(spark, files), limits)
+    counts = Observation()
+    parsed = parse_lines(read_text_lines(spark, files), infer_schema(spark, files), limits, counts)
 
     rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
-    numbered = number_rejected_lines(spark, rejected.select("_source_file", "line", REJECT_REASON))
+    numbered = number_rejected_lines(
+        spark, rejected.select("_source_file", "line", REJECT_REASON), [plain]
+    )
     got = {
         (r._source_file.rsplit("/", 1)[-1], r._line_number): r[REJECT_REASON]
         for r in numbered.collect()
@@ -58,6 +63,25 @@ def test_every_line_is_accepted_or_quarantined_with_its_number(spark, tmp_path):
     # Accepted: line 1 (CRLF) and both gzip lines, the last without a newline.
     assert parsed.where(F.col(REJECT_REASON).isNull()).count() == 3
     assert parsed.count() == 11  # every input line (9 + 2), nothing dropped
+    observed = counts.get
+    assert (observed["accepted"], observed["rejected"]) == (3, 8)
+    assert [f.rsplit("/", 1)[-1] for f in observed["rejected_files"]] == ["a.json"]
+
+
+def test_parsing_no_fields_judges_lines_like_parsing_all(spark, tmp_path):
+    """Child tables and quarantine parse only the fields they read: the verdicts must not move."""
+    path = _write(
+        tmp_path / "p.json",
+        b'{"a": {"b": 1}, "c": [1]}\n[{"a": 1}]\n{"a": \n\n"s"\n{"a": {"b": 2}} trailing\n'
+        + b'{"a": {"b": "x"}}\n{"c": {"d": [1, {"e": 2}]}}\nnull\n',
+    )
+    lines = read_text_lines(spark, [path])
+    schema = infer_schema(spark, [path])
+
+    def verdicts(parse_with: StructType) -> list:
+        return parse_lines(lines, parse_with).select(REJECT_REASON).collect()
+
+    assert verdicts(StructType([])) == verdicts(schema)
 
 
 def test_keys_differing_only_in_case_are_both_inferred(spark, tmp_path):

@@ -5,8 +5,10 @@ For each batch (pending ones from an interrupted run first, then new files):
 1. record its files in the ledger as `pending` (with their line counts);
 2. infer the batch's schema, plan the registry (new, widened, stale columns);
 3. create, widen or `ADD COLUMNS` to the raw table and its child tables;
-4. parse every line once; write raw rows, child rows and quarantine rows,
-   each into the batch's own partitions only;
+4. write raw rows, child rows and quarantine rows, each into the batch's own
+   partitions only. Each write parses the lines it needs once, in the same
+   job as the write: child tables and quarantine parse only the fields they
+   read, and quarantine is skipped when no line was rejected;
 5. write the registry, then mark the ledger entries `committed`.
 
 A run killed anywhere leaves the batch `pending`; the next run repeats it
@@ -22,8 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
@@ -73,8 +74,8 @@ from dynamic_ddl.ingest.tables import (
     table_exists,
 )
 from dynamic_ddl.ingest.topics import TopicConfig
-from dynamic_ddl.schema.flatten import Leaf, field_at
-from dynamic_ddl.schema.naming import JsonPath, base_column_name
+from dynamic_ddl.schema.flatten import Leaf, field_at, max_depth, prune_schema
+from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, base_column_name
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan, plan_schema, spark_type
 from dynamic_ddl.spark_conf import project_root
 
@@ -84,6 +85,8 @@ RAW_LEADING = [
     ("_raw_json", "string"),
     (OVERFLOW_COLUMN, "map<string,string>"),
 ]
+# Up to this many rejected lines are joined to their numbers without a shuffle.
+BROADCAST_REJECTED_LINES = 50_000
 SUMMARY_COLUMNS = (
     "topic string, batch_id string, files bigint, input_lines bigint, raw_rows bigint, "
     "quarantined_lines bigint, columns_added bigint, columns_widened bigint"
@@ -209,11 +212,22 @@ def _holds_value_at(ordinals: tuple[int, ...]) -> Callable[[Column], Column]:
     return lambda element: field_at(element, ordinals).isNotNull()
 
 
-def batch_counts(parsed: DataFrame, source: StructType, candidates: set[JsonPath]) -> dict:
-    """One pass over the parsed batch: accepted and rejected lines, and, per candidate
-    path, how many accepted records hold a value there (`count:<path index>`)."""
+def _table_path(path: JsonPath) -> JsonPath:
+    """The path of the raw table's field that holds `path` (a child array for element leaves)."""
+    return path[: path.index(ELEMENT_KEY)] if ELEMENT_KEY in path else path
+
+
+def valued_paths(
+    lines: DataFrame, source: StructType, candidates: set[JsonPath], limits: LineLimits
+) -> set[JsonPath]:
+    """The candidate paths at which at least one accepted record holds a value.
+
+    One pass that parses only the candidates' fields (all of a line when it
+    may be nested too deeply, to judge it alike).
+    """
+    if max_depth(source) <= limits.max_depth:
+        source = prune_schema(source, {_table_path(path) for path in candidates})
     record = F.col(RECORD)
-    ok = F.col(REJECT_REASON).isNull()
     parent, children = table_leaves(source)
     checks: list[tuple[JsonPath, Column]] = [
         (leaf.path, field_at(record, leaf.ordinals).isNotNull())
@@ -226,13 +240,13 @@ def batch_counts(parsed: DataFrame, source: StructType, candidates: set[JsonPath
             if leaf.path in candidates:
                 holds = F.exists(array, _holds_value_at(leaf.ordinals))
                 checks.append((leaf.path, F.coalesce(holds, F.lit(False))))
-    row = parsed.agg(
-        F.count_if(ok).alias("accepted"),
-        F.count_if(~ok).alias("rejected"),
-        *[F.count_if(ok & check).alias(f"c{i}") for i, (_, check) in enumerate(checks)],
-    ).first()
-    valued = {path for i, (path, _) in enumerate(checks) if row[f"c{i}"] > 0}
-    return {"accepted": row["accepted"], "rejected": row["rejected"], "valued": valued}
+    accepted = F.col(REJECT_REASON).isNull()
+    row = (
+        parse_lines(lines, source, limits)
+        .agg(F.lit(0), *[F.count_if(accepted & check) for _, check in checks])
+        .first()
+    )
+    return {path for i, (path, _) in enumerate(checks) if row[i + 1] > 0}
 
 
 def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
@@ -275,24 +289,20 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     draft = plan_tables(settings, registry, inferred, batch.batch_id)
     source = parse_schema(inferred, parse_types(draft, inferred))
-    parsed = parse_lines(read_text_lines(spark, files), source, settings.limits)
-    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        # Inference saw every line, quarantined ones too: a new path gets a
-        # column only if an accepted record holds a value there.
-        new_paths = {entry.json_keys for plan in draft.values() for entry in plan.added}
-        counts = batch_counts(parsed, source, new_paths)
-        plans = plan_tables(
-            settings,
-            registry,
-            source,
-            batch.batch_id,
-            keep=lambda path: path not in new_paths or path in counts["valued"],
-        )
-        prepare_tables(spark, settings, plans)
-        write_batch(spark, settings, context, parsed, source, plans)
-    finally:
-        parsed.unpersist()
+    lines = read_text_lines(spark, files)
+    # Inference sees quarantined lines too: a new path gets a column only if
+    # an accepted record holds a value there.
+    new_paths = {entry.json_keys for plan in draft.values() for entry in plan.added}
+    valued = valued_paths(lines, source, new_paths, settings.limits) if new_paths else set()
+    plans = plan_tables(
+        settings,
+        registry,
+        source,
+        batch.batch_id,
+        keep=lambda path: path not in new_paths or path in valued,
+    )
+    prepare_tables(spark, settings, plans)
+    counts = write_batch(spark, settings, context, lines, source, plans)
 
     _write_registry(spark, settings, registry, plans)
     _record_ledger(spark, settings, batch, COMMITTED)
@@ -301,8 +311,8 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         batch_id=batch.batch_id,
         files=len(batch.files),
         input_lines=sum(f.line_count for f in batch.files),
-        raw_rows=counts["accepted"],
-        quarantined_lines=counts["rejected"],
+        raw_rows=counts.accepted,
+        quarantined_lines=counts.rejected,
         columns_added=sum(len(plan.added) for plan in plans.values()),
         columns_widened=sum(len(plan.widened) for plan in plans.values()),
     )
@@ -322,36 +332,119 @@ def prepare_tables(
         ensure_table(spark, table, leading, plan.entries)
 
 
+@dataclass(frozen=True)
+class LineCounts:
+    """How the lines of a batch were judged, as observed while writing them."""
+
+    accepted: int
+    rejected: int
+    files_with_rejected: list[str]
+
+    @classmethod
+    def observed(cls, observation: Observation) -> LineCounts:
+        """The counts an observation passed to `parse_lines` collected."""
+        metrics = observation.get
+        return cls(metrics["accepted"], metrics["rejected"], sorted(metrics["rejected_files"]))
+
+
 def write_batch(
     spark: SparkSession,
     settings: IngestSettings,
     context: BatchContext,
-    parsed: DataFrame,
+    lines: DataFrame,
     source: StructType,
     plans: dict[str, SchemaPlan],
-) -> None:
-    """Write the batch's raw rows, child rows and quarantine rows, each to its own partitions."""
-    event_time = dotted(settings.topic.event_time)
+) -> LineCounts:
+    """Write the batch's raw rows, child rows and quarantine rows, each to its own partitions.
+
+    Returns the line counts observed while writing the raw rows. Every pass
+    must judge the lines alike; if one does not, the batch stays pending.
+    """
+    topic, limits = settings.topic, settings.limits
+    event_time = dotted(topic.event_time)
+    observation = Observation()
+    parsed = parse_lines(lines, source, limits, observation)
     entries = plans[_bare(settings.table)].entries
     overwrite_partitions(
         spark, settings.table, raw_rows(parsed, context, source, entries, event_time)
     )
-    parent, children = table_leaves(source)
-    parent_keys = _parent_keys(settings.topic, parent)
-    for child in children:
-        table = child_table_name(settings.table, child.path)
-        entries = plans[_bare(table)].entries
-        rows = child_rows(parsed, context, source, child, entries, parent_keys, event_time)
+    counts = LineCounts.observed(observation)
+    # A line nested too deeply is found only by parsing all of it; otherwise
+    # each pass parses just the fields it reads.
+    whole = max_depth(source) > limits.max_depth
+    for path in _child_paths(source):
+        needed = {path, event_time, *(dotted(key) for key in topic.record_key)}
+        child_source = source if whole else prune_schema(source, needed)
+        parent, children = table_leaves(child_source)
+        child = next(c for c in children if c.path == path)
+        table = child_table_name(settings.table, path)
+        child_observation = Observation()
+        rows = child_rows(
+            parse_lines(lines, child_source, limits, child_observation),
+            context,
+            child_source,
+            child,
+            plans[_bare(table)].entries,
+            _parent_keys(topic, parent),
+            event_time,
+        )
         overwrite_partitions(spark, table, rows)
-    rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
-    numbered = number_rejected_lines(spark, rejected.select("_source_file", "line", REJECT_REASON))
-    write_quarantine(
-        spark,
-        settings.bookkeeping.quarantine,
-        quarantine_rows(numbered, context),
-        settings.topic.name,
-        context.batch_id,
+        _check_same_verdicts(counts, LineCounts.observed(child_observation), table)
+    quarantine_observation = Observation()
+    quarantine_schema = source if whole else StructType([])
+    rejected = _quarantine(
+        spark, lines, quarantine_schema, counts, limits, context, quarantine_observation
     )
+    write_quarantine(spark, settings.bookkeeping.quarantine, rejected, topic.name, context.batch_id)
+    if counts.rejected:
+        observed = LineCounts.observed(quarantine_observation)
+        _check_same_verdicts(counts, observed, settings.bookkeeping.quarantine)
+    return counts
+
+
+def _child_paths(source: StructType) -> list[JsonPath]:
+    return [child.path for child in table_leaves(source)[1]]
+
+
+def _quarantine(
+    spark: SparkSession,
+    lines: DataFrame,
+    schema: StructType,
+    counts: LineCounts,
+    limits: LineLimits,
+    context: BatchContext,
+    observation: Observation,
+) -> DataFrame:
+    """The batch's quarantine rows; no pass over the lines when none was rejected.
+
+    Only the files holding rejected lines are read again, for line numbers.
+    """
+    if not counts.rejected:
+        return quarantine_rows(_no_lines(spark), context)
+    judged = parse_lines(lines, schema, limits, observation)
+    rejected = judged.where(F.col(REJECT_REASON).isNotNull())
+    numbered = number_rejected_lines(
+        spark,
+        rejected.select("_source_file", "line", REJECT_REASON),
+        counts.files_with_rejected,
+        small=counts.rejected <= BROADCAST_REJECTED_LINES,
+    )
+    return quarantine_rows(numbered, context)
+
+
+def _no_lines(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame(
+        [], f"_source_file string, _line_number bigint, line string, {REJECT_REASON} string"
+    )
+
+
+def _check_same_verdicts(expected: LineCounts, observed: LineCounts, table: str) -> None:
+    if observed != expected:
+        raise RuntimeError(
+            f"Writing {table} judged the batch's lines differently from the raw table "
+            f"({observed} vs {expected}). The batch stays pending and no line is lost; "
+            "please report this with the batch's files."
+        )
 
 
 def _parent_keys(topic: TopicConfig, leaves: list[Leaf]) -> dict[str, Leaf]:

@@ -1,10 +1,9 @@
 """A batch of JSON-lines files, parsed once, each line accepted or given a reason.
 
-Two passes over the files, the same as a bare `spark.read.json`: Spark's
-JSON reader infers the batch's schema, then `from_json` parses each line of
-`spark.read.text` with that schema (widened by the registry where a column
-already exists). Parsing text rather than reading JSON directly keeps the
-original line for `_raw_json` and for quarantine.
+Spark's JSON reader infers the batch's schema, then `from_json` parses each
+line of `spark.read.text` with that schema (widened by the registry where a
+column already exists). Parsing text rather than reading JSON directly keeps
+the original line for `_raw_json` and for quarantine.
 
 Nothing is dropped: a line either parses into an object or carries the
 reason it goes to quarantine:
@@ -23,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -142,11 +141,16 @@ def rejection_reason(
 
 
 def parse_lines(
-    lines: DataFrame, schema: StructType, limits: LineLimits = LineLimits()
+    lines: DataFrame,
+    schema: StructType,
+    limits: LineLimits = LineLimits(),
+    counts: Observation | None = None,
 ) -> DataFrame:
     """Parse each line once: adds `_record` (positional struct) and `_reject_reason`.
 
-    Over-long lines are not parsed at all.
+    Over-long lines are not parsed at all. `counts`, when given, receives the
+    `accepted` and `rejected` line counts and the `rejected_files` once the
+    result is first computed. `lines` is `read_text_lines`' result.
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT_RECORD, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
@@ -155,4 +159,13 @@ def parse_lines(
     # Two selects, so the parse is computed once and the reason reads its result.
     parsed_lines = lines.select("*", F.when(~too_long, parsed).alias(RECORD))
     reason = rejection_reason(F.col("line"), F.col(RECORD), schema, limits)
-    return parsed_lines.withColumn(REJECT_REASON, reason)
+    accepted = F.col(REJECT_REASON).isNull()
+    # The observation also fences the parse in: Spark pushes a filter on
+    # _reject_reason down through projections, inlining the parse into the
+    # filter (each line parsed twice or three times), but not through this.
+    return parsed_lines.withColumn(REJECT_REASON, reason).observe(
+        counts or Observation(),
+        F.count_if(accepted).alias("accepted"),
+        F.count_if(~accepted).alias("rejected"),
+        F.collect_set(F.when(~accepted, F.col("_source_file"))).alias("rejected_files"),
+    )
