@@ -84,3 +84,73 @@ class DynamicSparkAdapter(SparkAdapter):
 
         for statement in bookkeeping_ddl(BookkeepingTables.in_schema(schema)):
             self.execute(statement)
+
+    def _fetch_rows(self, statement: str) -> list[tuple]:
+        """Run one statement on the model's connection; its rows as plain Python values.
+
+        The cursor directly, not `execute(fetch=True)`: agate would turn text
+        such as '01' into numbers.
+        """
+        _, cursor = self.connections.add_query(statement, auto_begin=False)
+        if not cursor.description:
+            return []
+        return [tuple(row) for row in cursor.fetchall()]
+
+    @available
+    def upsert_into(self, source: Any, target: Any, options: dict[str, Any]) -> dict[str, Any]:
+        """The `upsert` strategy: merge `source`'s rows into `target` (copy-on-write).
+
+        `options` holds unique_key, ordering_field, partition_by, delete_marker
+        and on_schema_change from the model's config.
+        """
+        from dynamic_ddl.upsert.protocol import upsert
+
+        result = upsert(self._fetch_rows, upsert_spec(target, options), str(source))
+        return {
+            "commit_id": result.commit_id,
+            "changed_partitions": result.changed_partitions,
+            "affected_partitions": result.affected_partitions,
+        }
+
+    @available
+    def rollback_upsert(self, target: Any) -> str:
+        """Restore the partitions the target's last commit changed; the commit's id."""
+        from dynamic_ddl.upsert.protocol import rollback_last_commit
+
+        spec = upsert_spec(target, {"unique_key": ["-"], "ordering_field": "-"})
+        return rollback_last_commit(self._fetch_rows, spec)
+
+    @available
+    def last_commit_id(self, relation: Any) -> str | None:
+        """The newest commit of an upsert table whose rows are all visible, if any."""
+        from dynamic_ddl.upsert.protocol import last_commit_id
+
+        spec = upsert_spec(relation, {"unique_key": ["-"], "ordering_field": "-"})
+        return last_commit_id(self._fetch_rows, spec)
+
+    @available
+    def drop_upsert_table(self, target: Any) -> None:
+        """Drop an upsert table with its version store and its commit log (a full refresh)."""
+        from dynamic_ddl.upsert.protocol import drop_upsert_table
+
+        spec = upsert_spec(target, {"unique_key": ["-"], "ordering_field": "-"})
+        drop_upsert_table(self._fetch_rows, spec)
+
+
+def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
+    """An UpsertSpec from a relation and the model's config values."""
+    from dynamic_ddl.upsert.protocol import UpsertSpec
+
+    def columns(value: Any) -> tuple[str, ...]:
+        if not value:
+            return ()
+        return (value,) if isinstance(value, str) else tuple(value)
+
+    return UpsertSpec(
+        target=f"{target.schema}.{target.identifier}",
+        unique_key=columns(options.get("unique_key")),
+        ordering_field=options.get("ordering_field") or "",
+        partition_by=columns(options.get("partition_by")),
+        delete_marker=options.get("delete_marker"),
+        on_schema_change=options.get("on_schema_change") or "ignore",
+    )

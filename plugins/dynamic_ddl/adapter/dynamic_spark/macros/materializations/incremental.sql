@@ -1,5 +1,5 @@
 {#
-    Incremental materialization: dbt-spark's, with two changes.
+    Incremental materialization: dbt-spark's, with three changes.
 
     - A first build, a full refresh, or replacing a view builds under a
       staging name and swaps in (see the table materialization), so a failed
@@ -7,6 +7,8 @@
     - Python models run for the new rows into `<name>__dbt_tmp`, a real table
       (a Python model may run in another session, which cannot see temp views);
       it is dropped after the merge.
+    - The `upsert` strategy (upsert.sql) commits every build, the first one
+      too, through the copy-on-write protocol.
 #}
 {% materialization incremental, adapter='dynamic_spark', supported_languages=['sql', 'python'] -%}
     {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -36,7 +38,28 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+    {%- if strategy == 'upsert' -%}
+        {#-- Every build, the first too, is a commit: the table lives in its version store. --#}
+        {%- if existing_relation is not none and (existing_relation.is_view or should_full_refresh()) -%}
+            {%- if existing_relation.is_view -%}
+                {% do adapter.drop_relation(existing_relation) %}
+            {%- endif -%}
+            {% do adapter.drop_upsert_table(target_relation) %}
+        {%- endif -%}
+        {%- if language == 'python' -%}
+            {% do adapter.drop_relation(tmp_relation) %}
+        {%- endif -%}
+        {%- call statement('create_tmp_relation', language=language) -%}
+            {{ create_table_as(True, tmp_relation, compiled_code, language) }}
+        {%- endcall -%}
+        {%- set commit = dynamic_spark_upsert(tmp_relation, target_relation) -%}
+        {%- call noop_statement('main', 'UPSERT ' ~ commit['changed_partitions'] ~ ' partitions') -%}
+            -- upsert commit {{ commit['commit_id'] }}
+        {%- endcall -%}
+        {%- if language == 'python' -%}
+            {% do adapter.drop_relation(tmp_relation) %}
+        {%- endif -%}
+    {%- elif existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
         {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
         {%- call statement('main', language=language) -%}
             {{ create_table_as(False, staging_relation, compiled_code, language) }}

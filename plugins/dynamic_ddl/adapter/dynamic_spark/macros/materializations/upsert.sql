@@ -1,0 +1,58 @@
+{#
+    The `upsert` incremental strategy: latest-wins merge by key into a plain
+    Parquet table, copy-on-write of the partitions that change (see
+    docs/decisions/0006-copy-on-write-upserts.md for the commit protocol).
+
+    Example:
+        {{ config(
+            materialized='incremental',
+            incremental_strategy='upsert',
+            unique_key='device_id',
+            ordering_field='log_ts',
+            partition_by=['state_date'],
+            delete_marker='is_deleted',
+            on_schema_change='append_new_columns'
+        ) }}
+
+    Config:
+        unique_key: the record key, one column or a list, required
+        ordering_field: the greatest value wins for a key, required
+        partition_by: partition columns; only partitions holding a changed key are rewritten
+        delete_marker: a boolean column; a winning row with true removes its key
+        on_schema_change: ignore (default), append_new_columns or fail
+#}
+
+{#-- dbt-spark's validation, with `upsert` accepted on any file format we write. --#}
+{% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
+    {%- set strategies = ['append', 'merge', 'insert_overwrite', 'microbatch', 'upsert'] -%}
+    {%- if raw_strategy not in strategies -%}
+        {%- do exceptions.raise_compiler_error(
+            "Invalid incremental strategy provided: " ~ raw_strategy
+            ~ "\nExpected one of: '" ~ strategies | join("', '") ~ "'") -%}
+    {%- endif -%}
+    {%- if raw_strategy == 'merge' and file_format not in ['delta', 'iceberg', 'hudi'] -%}
+        {%- do exceptions.raise_compiler_error(
+            "Invalid incremental strategy provided: merge\n"
+            ~ "merge needs file_format delta, iceberg or hudi; on " ~ file_format
+            ~ " use incremental_strategy='upsert' (with unique_key and ordering_field).") -%}
+    {%- endif -%}
+    {%- if raw_strategy in ['insert_overwrite', 'microbatch'] and target.endpoint -%}
+        {%- do exceptions.raise_compiler_error(
+            "Invalid incremental strategy provided: " ~ raw_strategy
+            ~ "\nYou cannot use this strategy when connecting via endpoint") -%}
+    {%- endif -%}
+    {%- do return(raw_strategy) -%}
+{% endmacro %}
+
+
+{#-- Commit `source`'s rows into `target`; returns what the commit did. --#}
+{% macro dynamic_spark_upsert(source, target) %}
+    {%- set options = {
+        'unique_key': config.get('unique_key'),
+        'ordering_field': config.get('ordering_field'),
+        'partition_by': config.get('partition_by'),
+        'delete_marker': config.get('delete_marker'),
+        'on_schema_change': config.get('on_schema_change'),
+    } -%}
+    {%- do return(adapter.upsert_into(source, target, options)) -%}
+{% endmacro %}

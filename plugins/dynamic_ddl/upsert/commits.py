@@ -1,0 +1,129 @@
+"""The commit log of an upsert table, and what it says about the table's state.
+
+Every partition of an upsert table points at one version of its files, in
+the table's version store (`<table>__versions`, partitioned by the table's
+partition columns and `_version`, the commit id that wrote them). A commit
+is logged twice: `pending` (with each changed partition's previous and new
+version) before any partition moves, `committed` once all have. A rollback
+is logged as `rolled_back`. Replaying the log gives, for each partition, the
+version it points at: pure data, no engine needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+PENDING = "pending"
+COMMITTED = "committed"
+ROLLED_BACK = "rolled_back"
+COMMIT_ID_FORMAT = "%Y%m%d%H%M%S%f"  # sorts as text in time order
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    """One partition moved by a commit.
+
+    `path` is the partition's relative path (`day=2026-11-01`, "" for an
+    unpartitioned table). `previous` and `current` are versions (commit ids);
+    None for `previous` means the partition did not exist, None for `current`
+    means the commit emptied and dropped it.
+    """
+
+    path: str
+    previous: str | None
+    current: str | None
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of the commit log."""
+
+    commit_id: str
+    action: str
+    changes: tuple[PartitionChange, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What the log says: each partition's version, the last commit, an unfinished one."""
+
+    versions: dict[str, str] = field(default_factory=dict)
+    last_commit: LogEntry | None = None
+    pending: LogEntry | None = None
+    last_commit_id: str | None = None
+
+    def retained(self) -> set[tuple[str, str]]:
+        """(path, version) pairs that must keep their files: current ones, and the
+        previous ones of the last commit (what a rollback returns to)."""
+        kept = set(self.versions.items())
+        if self.last_commit is not None:
+            kept |= {
+                (change.path, change.previous)
+                for change in self.last_commit.changes
+                if change.previous is not None
+            }
+        if self.pending is not None:
+            kept |= {(c.path, c.current) for c in self.pending.changes if c.current is not None}
+        return kept
+
+
+def replay(entries: Iterable[LogEntry]) -> TableState:
+    """The table's state after the log's entries, in commit order.
+
+    Example:
+        >>> state = replay([
+        ...     LogEntry("1", PENDING, (PartitionChange("d=1", None, "1"),)),
+        ...     LogEntry("1", COMMITTED, (PartitionChange("d=1", None, "1"),)),
+        ...     LogEntry("2", PENDING, (PartitionChange("d=1", "1", "2"),)),
+        ... ])
+        >>> state.versions, state.pending.commit_id
+        ({'d=1': '1'}, '2')
+    """
+    order = {PENDING: 0, COMMITTED: 1, ROLLED_BACK: 2}
+    versions: dict[str, str] = {}
+    last_commit: LogEntry | None = None
+    pending: LogEntry | None = None
+    last_id: str | None = None
+    for entry in sorted(entries, key=lambda e: (e.commit_id, order[e.action])):
+        last_id = entry.commit_id
+        if entry.action == PENDING:
+            pending = entry
+            continue
+        pending = None
+        if entry.action == COMMITTED:
+            _apply(versions, entry.changes, lambda change: change.current)
+            last_commit = entry
+        else:  # rolled back: a commit can be rolled back once, and only the last one
+            _apply(versions, entry.changes, lambda change: change.previous)
+            last_commit = None
+    return TableState(versions, last_commit, pending, last_id)
+
+
+def _apply(versions: dict[str, str], changes: Iterable[PartitionChange], pick) -> None:
+    for change in changes:
+        version = pick(change)
+        if version is None:
+            versions.pop(change.path, None)
+        else:
+            versions[change.path] = version
+
+
+def next_commit_id(now: datetime, last: str | None) -> str:
+    """A commit id from the clock, always after the last one (clocks can step back).
+
+    Example:
+        >>> next_commit_id(datetime(2026, 11, 1, 8, 0), "20261101080000000000")
+        '20261101080000000001'
+    """
+    candidate = now.strftime(COMMIT_ID_FORMAT)
+    if last is None or candidate > last:
+        return candidate
+    after = datetime.strptime(last, COMMIT_ID_FORMAT) + timedelta(microseconds=1)
+    return after.strftime(COMMIT_ID_FORMAT)
+
+
+def commit_time(commit_id: str) -> datetime:
+    """The timestamp a commit id encodes (what rows carry as `_commit_ts`)."""
+    return datetime.strptime(commit_id, COMMIT_ID_FORMAT)

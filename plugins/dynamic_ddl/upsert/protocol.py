@@ -1,0 +1,519 @@
+"""Latest-wins upserts into plain Parquet tables: copy-on-write of changed partitions.
+
+One protocol for both faces: a Python model calls it with `spark.sql`, the
+SQL models' `upsert` strategy calls it through the adapter's connection. It
+is written as SQL statements so it runs the same on every target.
+
+A commit (see commits.py for the log):
+
+1. recover: a commit logged `pending` by a killed run is rolled forward;
+2. merge: the batch's latest row per key, against the rows of only the
+   partitions the batch touches. The greatest `ordering_field` wins; on a
+   tie the incoming row wins (a correction); a row identical to the stored
+   one changes nothing. A delete marker removes the key;
+3. write the merged rows of the partitions that changed, and only those, as
+   a new version in `<table>__versions` (invisible to readers of the table);
+4. log `pending` with each changed partition's previous and new version;
+5. point each changed partition at its new version (one metastore update
+   per partition: a reader sees a partition's old rows or its new rows);
+6. log `committed`; drop versions that are neither current nor the previous
+   version of a partition this commit changed (what a rollback returns to).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from dynamic_ddl.upsert.commits import (
+    COMMITTED,
+    PENDING,
+    ROLLED_BACK,
+    LogEntry,
+    PartitionChange,
+    TableState,
+    commit_time,
+    next_commit_id,
+    replay,
+)
+
+Sql = Callable[[str], Sequence[Sequence[Any]]]
+"""Runs one statement and returns its rows (spark.sql(...).collect(), or the adapter's)."""
+
+COMMIT_ID = "_commit_id"
+COMMIT_TS = "_commit_ts"
+VERSION = "_version"
+EMPTY = "_empty"  # what a new table points at: no rows until its first commit
+LOG_TABLE = "upsert_commits"
+CHANGES_TYPE = "array<struct<path:string,previous:string,current:string>>"
+ON_SCHEMA_CHANGE = ("ignore", "append_new_columns", "fail")
+# Characters Spark escapes (as %XX) in partition directory names.
+_ESCAPED = {chr(c) for c in range(1, 32)} | set("\"#%'*/:=?\\\x7f{[]^")
+
+
+class UpsertError(Exception):
+    """An upsert that cannot go ahead; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class UpsertSpec:
+    """Where and how to upsert: the target table and its record key."""
+
+    target: str
+    unique_key: tuple[str, ...]
+    ordering_field: str
+    partition_by: tuple[str, ...] = ()
+    delete_marker: str | None = None
+    on_schema_change: str = "ignore"
+
+    def __post_init__(self) -> None:
+        if not self.unique_key:
+            raise UpsertError(f"Upsert into {self.target} needs unique_key (one or more columns).")
+        if not self.ordering_field:
+            raise UpsertError(
+                f"Upsert into {self.target} needs ordering_field: the column whose greatest"
+                " value wins for a key (e.g. log_ts)."
+            )
+        if self.on_schema_change not in ON_SCHEMA_CHANGE:
+            raise UpsertError(
+                f"on_schema_change={self.on_schema_change!r} is not supported by upsert;"
+                f" use one of {', '.join(ON_SCHEMA_CHANGE)} (Parquet cannot drop columns)."
+            )
+
+    @property
+    def schema(self) -> str:
+        return self.target.split(".")[0]
+
+    @property
+    def versions(self) -> str:
+        return f"{self.target}__versions"
+
+    @property
+    def log(self) -> str:
+        return f"{self.schema}.{LOG_TABLE}"
+
+    @property
+    def table_name(self) -> str:
+        return self.target.split(".")[1]
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What one upsert did."""
+
+    commit_id: str | None
+    changed_partitions: int
+    affected_partitions: int
+
+
+def quote(name: str) -> str:
+    """A backquoted identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def literal(value: Any) -> str:
+    """A SQL literal for a partition value or a text (None -> null)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool | int):
+        return str(value).lower()
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def partition_path(columns: Sequence[str], values: Sequence[Any]) -> str:
+    """The partition's directory path, as Spark names it.
+
+    Example:
+        >>> partition_path(["day", "kind"], ["2026-11-01", "a/b"])
+        'day=2026-11-01/kind=a%2Fb'
+    """
+    return "/".join(f"{_escape(c)}={_escape(str(v))}" for c, v in zip(columns, values, strict=True))
+
+
+def _escape(text: str) -> str:
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+
+def partition_spec(columns: Sequence[str], values: Sequence[Any]) -> str:
+    """`(day = '2026-11-01', kind = 'a')` for ALTER TABLE ... PARTITION."""
+    pairs = ", ".join(f"{quote(c)} = {literal(v)}" for c, v in zip(columns, values, strict=True))
+    return f"({pairs})"
+
+
+def _unescape(text: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
+def path_values(path: str) -> list[str]:
+    """The partition values in a path (the inverse of partition_path, values as text)."""
+    return [_unescape(part.split("=", 1)[1]) for part in path.split("/") if part]
+
+
+# --- reading the catalog -------------------------------------------------------------
+
+
+def table_exists(sql: Sql, table: str) -> bool:
+    schema, name = table.split(".")
+    return bool(sql(f"show tables in {quote(schema)} like {literal(name)}"))
+
+
+def table_columns(sql: Sql, table: str) -> list[tuple[str, str]]:
+    """(name, type) of a table's or view's columns, partition columns included, in order."""
+    columns = []
+    for row in sql(f"describe {table}"):
+        name = row[0]
+        if not name or name.startswith("#"):
+            break
+        columns.append((name, row[1]))
+    return columns
+
+
+def table_location(sql: Sql, table: str) -> str:
+    rows = sql(f"describe table extended {table}")
+    return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
+
+
+def read_log(sql: Sql, spec: UpsertSpec) -> TableState:
+    """The target's state from its commit log (changes read as JSON: the same on every target)."""
+    rows = sql(
+        f"select commit_id, action, to_json(changes) from {spec.log}"
+        f" where table_name = {literal(spec.table_name)}"
+    )
+    return replay(
+        LogEntry(
+            row[0],
+            row[1],
+            tuple(
+                PartitionChange(c["path"], c.get("previous"), c.get("current"))
+                for c in json.loads(row[2] or "[]")
+            ),
+        )
+        for row in rows
+    )
+
+
+def last_commit_id(sql: Sql, spec: UpsertSpec) -> str | None:
+    """The newest commit whose rows are all visible (for incremental pulls)."""
+    if not table_exists(sql, spec.log):
+        return None
+    versions = read_log(sql, spec).versions.values()
+    return max(versions, default=None)
+
+
+def write_log(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
+    changes = ", ".join(
+        f"named_struct('path', {literal(c.path)}, 'previous', {literal(c.previous)},"
+        f" 'current', {literal(c.current)})"
+        for c in entry.changes
+    )
+    array = f"array({changes})" if changes else f"cast(array() as {CHANGES_TYPE})"
+    sql(
+        f"insert into {spec.log} select {literal(entry.commit_id)}, {literal(entry.action)},"
+        f" {array}, current_timestamp(), {literal(spec.table_name)}"
+    )
+
+
+# --- creating and evolving the tables ------------------------------------------------
+
+
+def log_ddl(spec: UpsertSpec) -> str:
+    return (
+        f"create table if not exists {spec.log} (commit_id string, action string,"
+        f" changes {CHANGES_TYPE},"
+        " logged_at timestamp, table_name string) using parquet partitioned by (table_name)"
+    )
+
+
+def ensure_tables(sql: Sql, spec: UpsertSpec, source: str) -> list[tuple[str, str]]:
+    """Create the log, the version store and the target if missing; add new columns.
+
+    Returns the target's data columns (no lineage, no partition columns).
+    """
+    sql(log_ddl(spec))
+    source_columns = [(n, t) for n, t in table_columns(sql, source) if n != spec.delete_marker]
+    names = {n.lower() for n, _ in source_columns}
+    for column in (*spec.unique_key, spec.ordering_field, *spec.partition_by):
+        if column.lower() not in names:
+            raise UpsertError(
+                f"Upsert into {spec.target}: column {column!r} is not in the model's result;"
+                " unique_key, ordering_field and partition_by must name its columns."
+            )
+    partitions = {p.lower() for p in spec.partition_by}
+    data = [(n, t) for n, t in source_columns if n.lower() not in partitions]
+    types = {n.lower(): t for n, t in source_columns}
+    partition_columns = [(p, types[p.lower()]) for p in spec.partition_by]
+    lineage = [(COMMIT_ID, "string"), (COMMIT_TS, "timestamp")]
+    if not table_exists(sql, spec.target):
+        sql(_create_sql(spec.versions, data + lineage, [*partition_columns, (VERSION, "string")]))
+        location = f"{table_location(sql, spec.versions)}/{EMPTY}"
+        sql(_create_sql(spec.target, data + lineage, partition_columns, location))
+        return data
+    existing = [
+        (n, t)
+        for n, t in table_columns(sql, spec.target)
+        if n.lower() not in partitions and n not in (COMMIT_ID, COMMIT_TS)
+    ]
+    known = {n.lower() for n, _ in existing}
+    new = [(n, t) for n, t in data if n.lower() not in known]
+    if new and spec.on_schema_change == "fail":
+        raise UpsertError(
+            f"The model's result has columns {spec.target} lacks: {', '.join(n for n, _ in new)}."
+            " Set on_schema_change='append_new_columns' to add them, or run with --full-refresh."
+        )
+    if new and spec.on_schema_change == "append_new_columns":
+        added = ", ".join(f"{quote(n)} {t}" for n, t in new)
+        for table in (spec.versions, spec.target):
+            sql(f"alter table {table} add columns ({added})")
+        return existing + new
+    return existing
+
+
+def _create_sql(
+    table: str,
+    columns: list[tuple[str, str]],
+    partitions: list[tuple[str, str]],
+    location: str | None = None,
+) -> str:
+    body = ", ".join(f"{quote(n)} {t}" for n, t in [*columns, *partitions])
+    partitioned = (
+        f" partitioned by ({', '.join(quote(n) for n, _ in partitions)})" if partitions else ""
+    )
+    where = f" location {literal(location)}" if location else ""
+    return f"create table {table} ({body}) using parquet{partitioned}{where}"
+
+
+# --- the merge ----------------------------------------------------------------------
+
+
+def merge_sql(spec: UpsertSpec, source: str, data: list[str], commit_id: str) -> str:
+    """The winners of the batch against the stored rows of the partitions it touches.
+
+    Columns: the target's, plus `_is_new` (the row comes from this batch) and
+    `_deleted` (the winner is a delete marker).
+    """
+    key = [*spec.partition_by, *spec.unique_key]
+    columns = [*data, *spec.partition_by]
+    content = f"to_json(struct({', '.join(quote(c) for c in columns)}))"
+    order = quote(spec.ordering_field)
+    deleted = (
+        f"coalesce(cast({quote(spec.delete_marker)} as boolean), false)"
+        if spec.delete_marker
+        else "false"
+    )
+    select_columns = ", ".join(quote(c) for c in columns)
+    partition_match = " and ".join(f"t.{quote(p)} <=> a.{quote(p)}" for p in spec.partition_by)
+    key_match = " and ".join(f"i.{quote(k)} <=> e.{quote(k)}" for k in key)
+    existing_filter = (
+        f"left semi join affected as a on {partition_match}" if spec.partition_by else ""
+    )
+    affected = (
+        f"select distinct {', '.join(quote(p) for p in spec.partition_by)} from incoming"
+        if spec.partition_by
+        else "select 1"
+    )
+    return f"""
+with
+ranked_batch as (
+    select {select_columns}, {deleted} as _deleted, {content} as _content,
+        row_number() over (
+            partition by {", ".join(quote(k) for k in key)}
+            order by {order} desc nulls last, {content} desc
+        ) as _rank
+    from {source}
+),
+incoming as (select * from ranked_batch where _rank = 1),
+affected as ({affected}),
+existing as (
+    select t.*, {content} as _content
+    from {spec.target} as t {existing_filter}
+),
+fresh as (
+    select i.* from incoming as i
+    left anti join existing as e on {key_match} and i._content = e._content
+    where not i._deleted
+    union all
+    select i.* from incoming as i
+    left semi join existing as e on {key_match}
+    where i._deleted
+),
+candidates as (
+    select {select_columns}, {quote(COMMIT_ID)}, {quote(COMMIT_TS)}, false as _deleted,
+        false as _is_new
+    from existing
+    union all
+    select {select_columns}, {literal(commit_id)} as {quote(COMMIT_ID)},
+        timestamp {literal(commit_time(commit_id).isoformat(sep=" "))} as {quote(COMMIT_TS)},
+        _deleted, true as _is_new
+    from fresh
+),
+winners as (
+    select * from (
+        select *, row_number() over (
+            partition by {", ".join(quote(k) for k in key)}
+            order by {order} desc nulls last, _is_new desc
+        ) as _rank
+        from candidates
+    ) where _rank = 1
+)
+select {select_columns}, {quote(COMMIT_ID)}, {quote(COMMIT_TS)}, _deleted, _is_new
+from winners"""
+
+
+# --- the commit ---------------------------------------------------------------------
+
+
+def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None) -> CommitResult:
+    """Upsert the rows of `source` (a table or view) into the target (see the module docstring)."""
+    data = [name for name, _ in ensure_tables(sql, spec, source)]
+    state = recover(sql, spec)
+    commit_id = next_commit_id(now or datetime.now(UTC), state.last_commit_id)
+    merged = merge_sql(spec, source, data, commit_id)
+    partition_columns = ", ".join(quote(p) for p in spec.partition_by)
+    touched = sql(
+        f"select {partition_columns + ', ' if partition_columns else ''}max(_is_new)"
+        f" from ({merged}) {'group by ' + partition_columns if partition_columns else ''}"
+    )
+    changed = [tuple(row[:-1]) for row in touched if row[-1]]
+    if not changed:
+        return CommitResult(None, 0, len(touched))
+    columns = ", ".join(quote(c) for c in [*data, COMMIT_ID, COMMIT_TS, *spec.partition_by])
+    sql(
+        f"insert into {spec.versions} select {columns}, {literal(commit_id)}"
+        f" from ({merged}) where not _deleted and {_among(spec.partition_by, changed)}"
+    )
+    written = _written_paths(sql, spec, commit_id)
+    changes = tuple(
+        PartitionChange(
+            path,
+            state.versions.get(path),
+            commit_id if path in written or not spec.partition_by else None,
+        )
+        for path in (partition_path(spec.partition_by, values) for values in changed)
+    )
+    entry = LogEntry(commit_id, PENDING, changes)
+    write_log(sql, spec, entry)
+    finish(sql, spec, entry)
+    return CommitResult(commit_id, len(changes), len(touched))
+
+
+def _among(columns: Sequence[str], values: list[tuple]) -> str:
+    """A filter keeping rows of the given partitions (true for an unpartitioned table)."""
+    if not columns:
+        return "true"
+    key = f"({', '.join(quote(c) for c in columns)})" if len(columns) > 1 else quote(columns[0])
+    items = [
+        f"({', '.join(literal(v) for v in row)})" if len(columns) > 1 else literal(row[0])
+        for row in values
+    ]
+    return f"{key} in ({', '.join(items)})"
+
+
+def _written_paths(sql: Sql, spec: UpsertSpec, commit_id: str) -> set[str]:
+    """Partition paths the commit wrote rows to (an emptied partition has none)."""
+    if not spec.partition_by:
+        return set()
+    suffix = f"/{VERSION}={commit_id}"
+    version = f"({quote(VERSION)} = {literal(commit_id)})"
+    rows = sql(f"show partitions {spec.versions} partition {version}")
+    return {row[0][: -len(suffix)] for row in rows if row[0].endswith(suffix)}
+
+
+def finish(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
+    """Point every changed partition at its new version, log the commit, drop old versions.
+
+    Safe to repeat: recovery runs it again for a commit a killed run left pending.
+    """
+    store = table_location(sql, spec.versions)
+    for change in entry.changes:
+        _point(sql, spec, store, change.path, change.current)
+    write_log(sql, spec, LogEntry(entry.commit_id, COMMITTED, entry.changes))
+    sql(f"refresh table {spec.target}")
+    clean_versions(sql, spec)
+
+
+def _point(sql: Sql, spec: UpsertSpec, store: str, path: str, version: str | None) -> None:
+    """Make one partition (or the whole unpartitioned table) read `version`; None drops it."""
+    if not spec.partition_by:
+        location = f"{store}/{EMPTY}"
+        if version is not None:
+            # An emptied table still needs a (then empty) directory to point at.
+            versions = spec.versions
+            sql(f"alter table {versions} add if not exists partition ({VERSION} = '{version}')")
+            location = f"{store}/{VERSION}={version}"
+        sql(f"alter table {spec.target} set location {literal(location)}")
+        return
+    where = partition_spec(spec.partition_by, path_values(path))
+    if version is None:
+        sql(f"alter table {spec.target} drop if exists partition {where}")
+        return
+    location = f"{store}/{path}/{VERSION}={version}"
+    target = spec.target
+    sql(f"alter table {target} add if not exists partition {where} location {literal(location)}")
+    sql(f"alter table {target} partition {where} set location {literal(location)}")
+
+
+def recover(sql: Sql, spec: UpsertSpec) -> TableState:
+    """Finish a commit a killed run left pending (its files are all written); the state after."""
+    state = read_log(sql, spec)
+    if state.pending is None:
+        return state
+    finish(sql, spec, state.pending)
+    return read_log(sql, spec)
+
+
+def clean_versions(sql: Sql, spec: UpsertSpec) -> int:
+    """Drop stored versions no partition reads and no rollback needs; how many were dropped."""
+    state = read_log(sql, spec)
+    retained = state.retained()
+    if not spec.partition_by:
+        retained = {("", version) for _, version in retained}
+    stale = []
+    for (path,) in sql(f"show partitions {spec.versions}"):
+        head, _, version = path.rpartition(f"{VERSION}=")
+        partition = head.rstrip("/")
+        if (partition, _unescape(version)) not in retained:
+            stale.append(path)
+    if stale:
+        specs = ", ".join(
+            "partition " + partition_spec([*spec.partition_by, VERSION], path_values(path))
+            for path in stale
+        )
+        sql(f"alter table {spec.versions} drop if exists {specs}")
+    return len(stale)
+
+
+def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
+    """Restore the partitions the last commit changed to their previous versions.
+
+    Only the last commit can be rolled back, once: older versions are gone.
+    Returns the id of the commit rolled back.
+    """
+    if not table_exists(sql, spec.target):
+        raise UpsertError(f"{spec.target} does not exist: there is nothing to roll back.")
+    state = recover(sql, spec)
+    last = state.last_commit
+    if last is None:
+        raise UpsertError(
+            f"{spec.target} has no commit to roll back: it has none, or its last one was"
+            " rolled back already (only the last commit is kept)."
+        )
+    store = table_location(sql, spec.versions)
+    for change in last.changes:
+        _point(sql, spec, store, change.path, change.previous)
+    write_log(sql, spec, LogEntry(last.commit_id, ROLLED_BACK, last.changes))
+    sql(f"refresh table {spec.target}")
+    return last.commit_id
+
+
+def drop_upsert_table(sql: Sql, spec: UpsertSpec) -> None:
+    """Drop the target, its version store and its commit log entries."""
+    sql(f"drop table if exists {spec.target}")
+    sql(f"drop table if exists {spec.versions}")
+    if table_exists(sql, spec.log):
+        table = f"(table_name = {literal(spec.table_name)})"
+        sql(f"alter table {spec.log} drop if exists partition {table}")

@@ -1,0 +1,217 @@
+"""Copy-on-write upserts on a real Spark: latest wins, only changed partitions move,
+reruns change nothing, a killed commit is finished, the last commit rolls back."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from urllib.parse import urlparse
+
+import pytest
+
+from dynamic_ddl.upsert import protocol
+from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
+
+SCHEMA = "upsert_tests"
+COLUMNS = "day string, device string, state string, log_ts bigint, gone boolean"
+
+
+@pytest.fixture(scope="module")
+def sql(spark):
+    spark.sql(f"drop schema if exists {SCHEMA} cascade")
+    spark.sql(f"create schema {SCHEMA}")
+    return lambda statement: spark.sql(statement).collect()
+
+
+def _spec(name: str, **overrides) -> UpsertSpec:
+    settings = {
+        "target": f"{SCHEMA}.{name}",
+        "unique_key": ("device",),
+        "ordering_field": "log_ts",
+        "partition_by": ("day",),
+        "delete_marker": "gone",
+    }
+    return UpsertSpec(**{**settings, **overrides})
+
+
+def _batch(spark, rows: list[tuple]) -> str:
+    """A batch as a temp view (day, device, state, log_ts, gone)."""
+    spark.createDataFrame(rows, COLUMNS).createOrReplaceTempView("batch")
+    return "batch"
+
+
+def _rows(spark, table: str) -> list[tuple]:
+    return sorted(
+        tuple(r) for r in spark.sql(f"select day, device, state, log_ts from {table}").collect()
+    )
+
+
+def _files(spark, table: str, day: str) -> dict[str, float]:
+    """The data files a partition reads, with their modification times."""
+    rows = spark.sql(f"describe table extended {table} partition (day = '{day}')").collect()
+    location = urlparse(next(r[1] for r in rows if r[0] == "Location")).path
+    return {
+        entry.name: entry.stat().st_mtime
+        for entry in os.scandir(location)
+        if entry.name.endswith(".parquet")
+    }
+
+
+def test_the_greatest_ordering_value_wins_within_and_across_batches(spark, sql):
+    spec = _spec("latest")
+    upsert(
+        sql,
+        spec,
+        _batch(
+            spark,
+            [
+                ("d1", "a", "old", 1, False),
+                ("d1", "a", "new", 2, False),  # same batch, later: wins
+                ("d1", "b", "on", 5, False),
+            ],
+        ),
+    )
+    assert _rows(spark, spec.target) == [("d1", "a", "new", 2), ("d1", "b", "on", 5)]
+
+    upsert(
+        sql,
+        spec,
+        _batch(
+            spark,
+            [
+                ("d1", "a", "late", 1, False),  # older update arriving late: ignored
+                ("d1", "b", "fixed", 5, False),  # same ordering value: the correction wins
+            ],
+        ),
+    )
+    assert _rows(spark, spec.target) == [("d1", "a", "new", 2), ("d1", "b", "fixed", 5)]
+
+
+def test_ties_within_a_batch_resolve_the_same_whatever_the_input_order(spark, sql):
+    tied = [("d1", "a", "x", 1, False), ("d1", "a", "y", 1, False)]
+    upsert(sql, _spec("tie_1"), _batch(spark, tied))
+    upsert(sql, _spec("tie_2"), _batch(spark, list(reversed(tied))))
+    assert _rows(spark, f"{SCHEMA}.tie_1") == _rows(spark, f"{SCHEMA}.tie_2")
+
+
+def test_a_delete_marker_removes_the_key_and_an_emptied_partition(spark, sql):
+    spec = _spec("deletes")
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False)]))
+    upsert(sql, spec, _batch(spark, [("d1", "a", None, 2, True), ("d2", "b", None, 0, True)]))
+    # b's delete is older than b's row: b stays; a's partition is left empty and dropped.
+    assert _rows(spark, spec.target) == [("d2", "b", "on", 1)]
+    assert [r[0] for r in sql(f"show partitions {spec.target}")] == ["day=d2"]
+
+
+def test_only_partitions_with_a_changed_key_are_rewritten(spark, sql):
+    spec = _spec("cow")
+    days = [f"d{i}" for i in range(5)]
+    upsert(sql, spec, _batch(spark, [(day, f"dev-{day}", "on", 1, False) for day in days]))
+    before = {day: _files(spark, spec.target, day) for day in days}
+
+    # d0 changes; d1 receives only an older update, which changes nothing.
+    result = upsert(
+        sql,
+        spec,
+        _batch(spark, [("d0", "dev-d0", "off", 2, False), ("d1", "dev-d1", "stale", 0, False)]),
+    )
+    assert (result.changed_partitions, result.affected_partitions) == (1, 2)
+    after = {day: _files(spark, spec.target, day) for day in days}
+    assert after["d0"] != before["d0"]
+    assert all(after[day] == before[day] for day in days[1:])
+
+
+def test_rerunning_a_batch_changes_nothing(spark, sql):
+    spec = _spec("rerun")
+    rows = [("d1", "a", "on", 1, False), ("d1", "b", "on", 1, False)]
+    first = upsert(sql, spec, _batch(spark, rows))
+    snapshot = sql(f"select *, input_file_name() from {spec.target} order by device")
+    again = upsert(sql, spec, _batch(spark, rows))
+    assert first.commit_id and again.commit_id is None
+    assert sql(f"select *, input_file_name() from {spec.target} order by device") == snapshot
+
+
+def test_the_last_commit_rolls_back_once(spark, sql):
+    spec = _spec("rollback")
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False)]))
+    upsert(sql, spec, _batch(spark, [("d1", "a", "off", 2, False), ("d2", "c", "on", 1, False)]))
+    rollback_last_commit(sql, spec)
+    assert _rows(spark, spec.target) == [("d1", "a", "on", 1)]
+    with pytest.raises(UpsertError, match="no commit to roll back"):
+        rollback_last_commit(sql, spec)
+    # The table goes on from the restored state.
+    upsert(sql, spec, _batch(spark, [("d1", "a", "again", 3, False)]))
+    assert _rows(spark, spec.target) == [("d1", "a", "again", 3)]
+
+
+def test_old_versions_are_dropped_once_no_rollback_needs_them(spark, sql):
+    spec = _spec("cleanup")
+    for ts in range(1, 5):
+        upsert(sql, spec, _batch(spark, [("d1", "a", f"s{ts}", ts, False)]))
+    versions = [r[0] for r in sql(f"show partitions {spec.versions}")]
+    assert len(versions) == 2  # the current version and the one a rollback returns to
+
+
+class Killed(Exception):
+    pass
+
+
+def test_a_commit_killed_between_partition_swaps_is_finished_by_the_next_run(spark, sql):
+    rows = [(f"d{i}", "a", "on", 1, False) for i in range(3)]
+    update = [(f"d{i}", "a", "off", 2, False) for i in range(3)]
+    clean = _spec("uninterrupted")
+    upsert(sql, clean, _batch(spark, rows), now=datetime(2026, 11, 1))
+    upsert(sql, clean, _batch(spark, update), now=datetime(2026, 11, 2))
+
+    spec = _spec("interrupted")
+    upsert(sql, spec, _batch(spark, rows), now=datetime(2026, 11, 1))
+    swaps = 0
+
+    def dies_after_one_swap(statement: str):
+        nonlocal swaps
+        if "set location" in statement:
+            swaps += 1
+            if swaps == 2:
+                raise Killed
+        return sql(statement)
+
+    with pytest.raises(Killed):
+        upsert(dies_after_one_swap, spec, _batch(spark, update), now=datetime(2026, 11, 2))
+    # A reader now sees each partition whole: one new, two old.
+    assert _rows(spark, spec.target) == [
+        ("d0", "a", "off", 2),
+        ("d1", "a", "on", 1),
+        ("d2", "a", "on", 1),
+    ]
+
+    upsert(sql, spec, _batch(spark, update), now=datetime(2026, 11, 3))
+    columns = "day, device, state, log_ts, _commit_ts"
+    assert sql(f"select {columns} from {spec.target} order by day") == sql(
+        f"select {columns} from {clean.target} order by day"
+    )
+
+
+def test_an_unpartitioned_table_is_swapped_whole(spark, sql):
+    spec = _spec("whole", partition_by=())
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False)]))
+    upsert(sql, spec, _batch(spark, [("d1", "a", None, 2, True)]))
+    assert _rows(spark, spec.target) == [("d2", "b", "on", 1)]
+    rollback_last_commit(sql, spec)
+    assert _rows(spark, spec.target) == [("d1", "a", "on", 1), ("d2", "b", "on", 1)]
+
+
+def test_a_missing_key_column_names_the_fix(spark, sql):
+    with pytest.raises(UpsertError, match="unique_key, ordering_field and partition_by"):
+        upsert(
+            sql, _spec("bad", unique_key=("serial",)), _batch(spark, [("d1", "a", "x", 1, False)])
+        )
+
+
+def test_partition_paths_match_sparks_escaping(spark, sql):
+    spec = _spec("escaped")
+    day = "2026/11:01 'q'"
+    upsert(sql, spec, _batch(spark, [(day, "a", "on", 1, False)]))
+    assert [r[0] for r in sql(f"show partitions {spec.target}")] == [
+        "day=" + protocol.partition_path(["day"], [day]).split("=", 1)[1]
+    ]
+    assert _rows(spark, spec.target) == [(day, "a", "on", 1)]
