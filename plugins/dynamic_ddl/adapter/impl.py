@@ -10,6 +10,7 @@ from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark import SparkAdapter
 from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt_common.exceptions import CompilationError
 
 from dynamic_ddl.adapter.connections import DynamicSparkConnectionManager
 from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
@@ -103,9 +104,12 @@ class DynamicSparkAdapter(SparkAdapter):
         `options` holds unique_key, ordering_field, partition_by, delete_marker
         and on_schema_change from the model's config.
         """
-        from dynamic_ddl.upsert.protocol import upsert
+        from dynamic_ddl.upsert.protocol import UpsertError, upsert
 
-        result = upsert(self._fetch_rows, upsert_spec(target, options), str(source))
+        try:
+            result = upsert(self._fetch_rows, upsert_spec(target, options), str(source))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
         return {
             "commit_id": result.commit_id,
             "changed_partitions": result.changed_partitions,
@@ -137,20 +141,26 @@ class DynamicSparkAdapter(SparkAdapter):
         drop_upsert_table(self._fetch_rows, spec)
 
 
+def _columns(value: Any) -> tuple[str, ...]:
+    """A config value naming one column or a list of them, as a tuple."""
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
-    """An UpsertSpec from a relation and the model's config values."""
-    from dynamic_ddl.upsert.protocol import UpsertSpec
+    """An UpsertSpec from a relation and the model's config values; bad config is a
+    compilation error naming the fix."""
+    from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec
 
-    def columns(value: Any) -> tuple[str, ...]:
-        if not value:
-            return ()
-        return (value,) if isinstance(value, str) else tuple(value)
-
-    return UpsertSpec(
-        target=f"{target.schema}.{target.identifier}",
-        unique_key=columns(options.get("unique_key")),
-        ordering_field=options.get("ordering_field") or "",
-        partition_by=columns(options.get("partition_by")),
-        delete_marker=options.get("delete_marker"),
-        on_schema_change=options.get("on_schema_change") or "ignore",
-    )
+    try:
+        return UpsertSpec(
+            target=f"{target.schema}.{target.identifier}",
+            unique_key=_columns(options.get("unique_key")),
+            ordering_field=options.get("ordering_field") or "",
+            partition_by=_columns(options.get("partition_by")),
+            delete_marker=options.get("delete_marker"),
+            on_schema_change=options.get("on_schema_change") or "ignore",
+        )
+    except UpsertError as error:
+        raise CompilationError(str(error)) from None

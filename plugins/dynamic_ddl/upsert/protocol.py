@@ -290,6 +290,22 @@ def _create_sql(
 # --- the merge ----------------------------------------------------------------------
 
 
+def aligned_source(
+    spec: UpsertSpec,
+    source: str,
+    data: list[tuple[str, str]],
+    source_columns: list[tuple[str, str]],
+) -> str:
+    """The batch as a subquery with the target's columns: NULL for those it lacks."""
+    present = {name.lower() for name, _ in source_columns}
+    columns = [
+        quote(name) if name.lower() in present else f"cast(null as {data_type}) as {quote(name)}"
+        for name, data_type in data
+    ]
+    extra = [*spec.partition_by, *([spec.delete_marker] if spec.delete_marker else [])]
+    return f"(select {', '.join([*columns, *(quote(c) for c in extra)])} from {source})"
+
+
 def merge_sql(spec: UpsertSpec, source: str, data: list[str], commit_id: str) -> str:
     """The winners of the batch against the stored rows of the partitions it touches.
 
@@ -369,7 +385,9 @@ from winners"""
 
 def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None) -> CommitResult:
     """Upsert the rows of `source` (a table or view) into the target (see the module docstring)."""
-    data = [name for name, _ in ensure_tables(sql, spec, source)]
+    data_columns = ensure_tables(sql, spec, source)
+    data = [name for name, _ in data_columns]
+    source = aligned_source(spec, source, data_columns, table_columns(sql, source))
     state = recover(sql, spec)
     commit_id = next_commit_id(now or datetime.now(UTC), state.last_commit_id)
     merged = merge_sql(spec, source, data, commit_id)
@@ -383,7 +401,7 @@ def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None)
         return CommitResult(None, 0, len(touched))
     columns = ", ".join(quote(c) for c in [*data, COMMIT_ID, COMMIT_TS, *spec.partition_by])
     sql(
-        f"insert into {spec.versions} select {columns}, {literal(commit_id)}"
+        f"insert into {spec.versions} by name select {columns}, {literal(commit_id)} as {VERSION}"
         f" from ({merged}) where not _deleted and {_among(spec.partition_by, changed)}"
     )
     written = _written_paths(sql, spec, commit_id)

@@ -1,0 +1,122 @@
+"""dbt's own incremental suites, run with `incremental_strategy='upsert'` on Parquet.
+
+Two adaptations, both from the upsert's documented semantics:
+- rows carry `_commit_id` and `_commit_ts`; the suites compare every column
+  of the relation named first, so the schema-change suite names the
+  expected relation first (the unique-key suite does already);
+- the latest row per key wins on the first build too, so where the suites'
+  seed holds one key twice (NY, with `state` as the key), the expected
+  table holds its latest row;
+- the record key is required, and checked on the first build already.
+"""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.adapter.incremental import test_incremental_on_schema_change as schema_suite
+from dbt.tests.adapter.incremental import test_incremental_unique_id as unique_suite
+from dbt.tests.util import check_relations_equal, run_dbt
+
+from tests.adapter.targets import session_profile
+
+# NY's two rows: Brooklyn (2021-04-02) is later than Manhattan (2021-04-01).
+WITHOUT_MANHATTAN = "union all\nselect 'NY','New York','Manhattan','2021-04-01'\n"
+
+
+def _expected_first(adapter, relations, **kwargs):
+    """check_relations_equal comparing the columns of the expected (second) relation."""
+    return check_relations_equal(adapter, list(reversed(relations)), **kwargs)
+
+
+class UpsertSuite:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class", autouse=True)
+    def legacy_inserts(self, spark):
+        """The suites insert text into date columns, which ANSI store assignment refuses."""
+        spark.conf.set("spark.sql.storeAssignmentPolicy", "LEGACY")
+        yield
+        spark.conf.unset("spark.sql.storeAssignmentPolicy")
+
+
+class TestUpsertUniqueKey(UpsertSuite, unique_suite.BaseIncrementalUniqueKey):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {
+            "models": {
+                "+file_format": "parquet",
+                "+incremental_strategy": "upsert",
+                "+ordering_field": "last_visit_date",
+            }
+        }
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        models = unique_suite.SubBaseIncrementalUniqueKey.models.__wrapped__(self)
+        expected = {
+            name: sql.replace(WITHOUT_MANHATTAN, "") for name, sql in models["expected"].items()
+        }
+        # With (state, county, city) as the key, both NY rows are distinct keys.
+        expected["trinary__inplace_overwrite.sql"] = models["expected"][
+            "unique_key_list__inplace_overwrite.sql"
+        ]
+        return {**models, "expected": expected}
+
+    def test__trinary_unique_key_list(self, project):
+        expected_fields = self.get_expected_fields(
+            relation="trinary__inplace_overwrite", seed_rows=8, opt_model_count=1
+        )
+        test_case_fields = self.get_test_fields(
+            project,
+            seed="seed",
+            incremental_model="trinary_unique_key_list",
+            update_sql_file="duplicate_insert",
+            opt_model_count=self.update_incremental_model("trinary__inplace_overwrite"),
+        )
+        self.check_scenario_correctness(expected_fields, test_case_fields, project)
+
+    def test__empty_unique_key_list(self, project):
+        """upsert needs a record key: a clear error, not an append."""
+        run_dbt(["seed"])
+        (result,) = run_dbt(["run", "--select", "empty_unique_key_list"], expect_pass=False)
+        assert "needs unique_key" in result.message
+
+    test__no_unique_keys = test__empty_unique_key_list
+    test__empty_str_unique_key = test__empty_unique_key_list
+
+    def test__bad_unique_key(self, project):
+        """A key column the model lacks fails the first build already, naming the column."""
+        run_dbt(["seed"])
+        (result,) = run_dbt(["run", "--select", "not_found_unique_key"], expect_pass=False)
+        assert "thisisnotacolumn" in result.message and "unique_key" in result.message
+
+    def test__bad_unique_key_list(self, project):
+        run_dbt(["seed"])
+        (result,) = run_dbt(["run", "--select", "not_found_unique_key_list"], expect_pass=False)
+        assert "thisisnotacolumn" in result.message and "unique_key" in result.message
+
+
+class TestUpsertOnSchemaChange(UpsertSuite, schema_suite.BaseIncrementalOnSchemaChange):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {
+            "models": {
+                "+file_format": "parquet",
+                "+incremental_strategy": "upsert",
+                "+unique_key": "id",
+                "+ordering_field": "id",
+            }
+        }
+
+    @pytest.fixture(autouse=True)
+    def compare_expected_columns(self, monkeypatch):
+        monkeypatch.setattr(schema_suite, "check_relations_equal", _expected_first)
+
+    def test_run_incremental_sync_all_columns(self, project):
+        """Parquet cannot drop columns: sync_all_columns is refused with the alternatives."""
+        select = "model_a incremental_sync_all_columns"
+        results = run_dbt(["run", "--select", select], expect_pass=False)
+        message = next(r.message for r in results if r.node.name == "incremental_sync_all_columns")
+        assert "append_new_columns" in message and "cannot drop columns" in message
