@@ -119,26 +119,31 @@ class DynamicSparkAdapter(SparkAdapter):
     @available
     def rollback_upsert(self, target: Any) -> str:
         """Restore the partitions the target's last commit changed; the commit's id."""
-        from dynamic_ddl.upsert.protocol import rollback_last_commit
+        from dynamic_ddl.upsert.protocol import UpsertError, rollback_last_commit
 
-        spec = upsert_spec(target, {"unique_key": ["-"], "ordering_field": "-"})
-        return rollback_last_commit(self._fetch_rows, spec)
+        try:
+            return rollback_last_commit(self._fetch_rows, self._existing_upsert(target))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
 
     @available
     def last_commit_id(self, relation: Any) -> str | None:
         """The newest commit of an upsert table whose rows are all visible, if any."""
         from dynamic_ddl.upsert.protocol import last_commit_id
 
-        spec = upsert_spec(relation, {"unique_key": ["-"], "ordering_field": "-"})
-        return last_commit_id(self._fetch_rows, spec)
+        return last_commit_id(self._fetch_rows, self._existing_upsert(relation))
 
     @available
     def drop_upsert_table(self, target: Any) -> None:
         """Drop an upsert table with its version store and its commit log (a full refresh)."""
         from dynamic_ddl.upsert.protocol import drop_upsert_table
 
-        spec = upsert_spec(target, {"unique_key": ["-"], "ordering_field": "-"})
-        drop_upsert_table(self._fetch_rows, spec)
+        drop_upsert_table(self._fetch_rows, self._existing_upsert(target))
+
+    def _existing_upsert(self, relation: Any) -> Any:
+        from dynamic_ddl.upsert.protocol import UpsertSpec
+
+        return UpsertSpec.of_table(self._fetch_rows, f"{relation.schema}.{relation.identifier}")
 
 
 def _columns(value: Any) -> tuple[str, ...]:
@@ -154,7 +159,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
     from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec
 
     try:
-        return UpsertSpec(
+        spec = UpsertSpec(
             target=f"{target.schema}.{target.identifier}",
             unique_key=_columns(options.get("unique_key")),
             ordering_field=options.get("ordering_field") or "",
@@ -162,5 +167,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             delete_marker=options.get("delete_marker"),
             on_schema_change=options.get("on_schema_change") or "ignore",
         )
+        spec.validate()
+        return spec
     except UpsertError as error:
         raise CompilationError(str(error)) from None

@@ -63,13 +63,19 @@ class UpsertSpec:
     """Where and how to upsert: the target table and its record key."""
 
     target: str
-    unique_key: tuple[str, ...]
-    ordering_field: str
+    unique_key: tuple[str, ...] = ()
+    ordering_field: str = ""
     partition_by: tuple[str, ...] = ()
     delete_marker: str | None = None
     on_schema_change: str = "ignore"
 
-    def __post_init__(self) -> None:
+    @classmethod
+    def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
+        """The spec of an existing upsert table, enough to roll back, pull or drop it."""
+        return cls(target, partition_by=tuple(partition_columns(sql, target)))
+
+    def validate(self) -> None:
+        """Raise UpsertError, naming the fix, when the config cannot upsert."""
         if not self.unique_key:
             raise UpsertError(f"Upsert into {self.target} needs unique_key (one or more columns).")
         if not self.ordering_field:
@@ -171,6 +177,17 @@ def table_columns(sql: Sql, table: str) -> list[tuple[str, str]]:
             break
         columns.append((name, row[1]))
     return columns
+
+
+def partition_columns(sql: Sql, table: str) -> list[str]:
+    """A table's partition columns, in order (none when it is missing or unpartitioned)."""
+    if not table_exists(sql, table):
+        return []
+    rows = [row[0] for row in sql(f"describe {table}")]
+    if "# Partition Information" not in rows:
+        return []
+    after = rows[rows.index("# Partition Information") + 1 :]
+    return [name for name in after if name and not name.startswith("#")]
 
 
 def table_location(sql: Sql, table: str) -> str:
@@ -385,6 +402,7 @@ from winners"""
 
 def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None) -> CommitResult:
     """Upsert the rows of `source` (a table or view) into the target (see the module docstring)."""
+    spec.validate()
     data_columns = ensure_tables(sql, spec, source)
     data = [name for name, _ in data_columns]
     source = aligned_source(spec, source, data_columns, table_columns(sql, source))

@@ -18,7 +18,7 @@
         column: this model's column holding the upstream commit id, default `_commit_id`
 #}
 {% macro changed_since(relation, column='_commit_id') %}
-    {{- return(adapter.dispatch('changed_since', 'dynamic_ddl')(relation, column)) -}}
+    {{- return(adapter.dispatch('changed_since')(relation, column)) -}}
 {% endmacro %}
 
 {% macro default__changed_since(relation, column) %}

@@ -1,0 +1,114 @@
+"""Both faces of the upsert through dbt: a Python model and a SQL model with the
+`upsert` strategy give the same table; `changed_since` pulls only changed rows;
+`rollback_last_commit` undoes the last batch."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.adapter.targets import session_profile
+
+CONFIG = dict(
+    materialized="incremental",
+    incremental_strategy="upsert",
+    unique_key="device",
+    ordering_field="log_ts",
+    partition_by=["bucket"],
+    delete_marker="gone",
+)
+SETTINGS = ", ".join(f"{name}={value!r}" for name, value in CONFIG.items())
+
+SQL_MODEL = f"""
+{{{{ config({SETTINGS}) }}}}
+select device, state, log_ts, gone, bucket, batch from {{{{ source('feed', 'updates') }}}}
+{{% if is_incremental() %}}
+where batch > (select coalesce(max(batch), 0) from {{{{ this }}}})
+{{% endif %}}
+"""
+
+# The same model in Python: the batches this table has not seen yet.
+PY_MODEL = f"""
+def model(dbt, session):
+    dbt.config({SETTINGS})
+    updates = dbt.source("feed", "updates")
+    if dbt.is_incremental:
+        seen = session.table(str(dbt.this)).agg({{"batch": "max"}}).first()[0] or 0
+        updates = updates.where(updates.batch > seen)
+    return updates
+"""
+
+PULL_MODEL = """
+{{ config(materialized='incremental', unique_key='device', incremental_strategy='append') }}
+select device, state, log_ts, _commit_id from {{ ref('lnd_sql') }}
+where {{ changed_since(ref('lnd_sql')) }}
+"""
+
+SOURCES = """
+sources:
+  - name: feed
+    schema: "{{ target.schema }}"
+    tables:
+      - name: updates
+"""
+
+BATCHES = {
+    1: [("a", "on", 1, False, 0), ("b", "on", 1, False, 1), ("c", "on", 1, False, 2)],
+    # a: newer; b: an older update arriving late; c: deleted.
+    2: [("a", "off", 2, False, 0), ("b", "stale", 0, False, 1), ("c", None, 3, True, 2)],
+}
+
+
+class TestUpsertModels:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "lnd_sql.sql": SQL_MODEL,
+            "lnd_python.py": PY_MODEL,
+            "pulled.sql": PULL_MODEL,
+            "sources.yml": SOURCES,
+        }
+
+    def _load(self, project, batch: int) -> None:
+        values = ", ".join(
+            f"('{d}', {('null' if s is None else repr(s))}, {t}, {str(g).lower()}, {b}, {batch})"
+            for d, s, t, g, b in BATCHES[batch]
+        )
+        project.run_sql(f"insert into {project.test_schema}.updates values {values}")
+
+    def _rows(self, project, table: str) -> list[tuple]:
+        return [
+            tuple(r)
+            for r in project.run_sql(
+                f"select device, state, log_ts from {project.test_schema}.{table} order by device",
+                fetch="all",
+            )
+        ]
+
+    def test_both_faces_upsert_alike_pull_changes_and_roll_back(self, project):
+        project.run_sql(
+            f"create table {project.test_schema}.updates (device string, state string,"
+            " log_ts bigint, gone boolean, bucket int, batch int) using parquet"
+        )
+        self._load(project, 1)
+        run_dbt(["run"])
+        assert self._rows(project, "pulled") == [("a", "on", 1), ("b", "on", 1), ("c", "on", 1)]
+
+        self._load(project, 2)
+        run_dbt(["run"])
+        expected = [("a", "off", 2), ("b", "on", 1)]
+        assert self._rows(project, "lnd_sql") == expected
+        assert self._rows(project, "lnd_python") == expected
+        # Only a changed: b's late update changed nothing, c's delete removes a row.
+        pulled = project.run_sql(
+            f"select device, state from {project.test_schema}.pulled order by device, state",
+            fetch="all",
+        )
+        assert [tuple(r) for r in pulled] == [("a", "off"), ("a", "on"), ("b", "on"), ("c", "on")]
+
+        run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: lnd_sql}"])
+        assert self._rows(project, "lnd_sql") == [("a", "on", 1), ("b", "on", 1), ("c", "on", 1)]
