@@ -1,0 +1,1 @@
+"""Landing rows: raw rows typed and keyed for the upsert (see dynamic_ddl.upsert)."""

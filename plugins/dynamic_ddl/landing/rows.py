@@ -1,0 +1,39 @@
+"""From raw rows to landing rows: typed, keyed, bucketed, with the raw batch they came from.
+
+The upsert (dynamic_ddl.upsert) keeps the latest row per key; these
+functions only shape the batch it receives.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+# Raw-only lineage: the landing row keeps `_batch_id`; the rest stays in raw.
+RAW_ONLY = ("_raw_json", "_overflow", "_ingested_at", "_event_date", "_source_file")
+
+
+def unseen_batches(spark: SparkSession, raw: DataFrame, landing: str | None) -> DataFrame:
+    """The raw rows of batches the landing table has not taken yet.
+
+    Reads only the new `_batch_id` partitions of raw (batch ids sort in time
+    order); everything on the first build, when `landing` is None.
+    """
+    if landing is None:
+        return raw
+    seen = spark.table(landing).agg(F.max("_batch_id")).first()[0]
+    return raw if seen is None else raw.where(F.col("_batch_id") > F.lit(seen))
+
+
+def landing_rows(raw: DataFrame, key: str, event_time: str, buckets: int) -> DataFrame:
+    """Raw rows as landing rows: event time typed, a `<key>_bucket` partition, raw-only
+    lineage dropped.
+
+    A text that is not a timestamp gives NULL (its raw row keeps the text); a
+    row without an event time loses to any row with one.
+    """
+    kept = [column for column in raw.columns if column not in RAW_ONLY]
+    return raw.select(*kept).select(
+        *[F.try_to_timestamp(F.col(c)).alias(c) if c == event_time else F.col(c) for c in kept],
+        F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int").alias(f"{key}_bucket"),
+    )

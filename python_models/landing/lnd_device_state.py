@@ -1,0 +1,22 @@
+"""Landing device state: the latest reported state per device, upserted from raw.
+
+Each run takes only the raw batches this table has not seen, and the
+`upsert` strategy keeps the latest `updated_at` per serial, rewriting only
+the serial buckets that change.
+"""
+
+from dynamic_ddl.landing.rows import landing_rows, unseen_batches
+
+
+def model(dbt, session):
+    dbt.config(
+        materialized="incremental",
+        incremental_strategy="upsert",
+        unique_key="serial",
+        ordering_field="updated_at",
+        partition_by=["serial_bucket"],
+        on_schema_change="append_new_columns",
+    )
+    landing = str(dbt.this) if dbt.is_incremental else None
+    raw = unseen_batches(session, dbt.ref("raw_device_state"), landing)
+    return landing_rows(raw, key="serial", event_time="updated_at", buckets=8)
