@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ingestion  # noqa: E402
 import model_overhead  # noqa: E402
+import upsert  # noqa: E402
 
 from dynamic_ddl.spark_conf import project_root  # noqa: E402
 
@@ -47,11 +48,22 @@ def main() -> None:
         "device_events from the sample generator at 1x, 4x and 16x; one local[2] "
         "session (4 GiB driver), warmed up; median of 3 runs. `ours` is the whole raw "
         "model's work (`ingest_topic` into an empty schema: ledger, schema inference, "
-        "parse, flatten, child table, quarantine, registry); `bare` is "
+        "parse, flatten, child table, quarantine, registry); `ours_known` the same for a "
+        "topic whose tables exist (an earlier, smaller batch, not timed); `bare` is "
         "`spark.read.json(files).write.parquet(out)`; `naive` explodes every leaf to "
         "key/value rows and pivots back with MAX(CASE WHEN) by event id and timestamp.\n\n"
         "Command: `make bench` (or `.venv/bin/python bench/ingestion.py`).\n\n"
         + ingestion.report(measured)
+    )
+    sections.append(
+        "## Upsert vs rebuild\n\n"
+        "A batch into a table of 100 day partitions (1x) and 1,000 (10x), 2,000 rows each; "
+        "one local[2] session (4 GiB driver); median of 3 runs. `upsert` is the whole "
+        "commit (merge, new versions of the changed partitions, log, swap, cleanup); "
+        "`rebuild` recomputes the latest row per key over table + batch and writes "
+        "the whole table.\n\n"
+        "Command: `make bench` (or `.venv/bin/python bench/upsert.py`).\n\n"
+        + upsert.report(upsert.measure())
     )
     text = (
         "# Benchmarks\n\nWritten by `make bench`. "

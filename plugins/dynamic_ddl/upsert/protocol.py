@@ -323,11 +323,15 @@ def aligned_source(
     return f"(select {', '.join([*columns, *(quote(c) for c in extra)])} from {source})"
 
 
-def merge_sql(spec: UpsertSpec, source: str, data: list[str], commit_id: str) -> str:
+def merge_sql(
+    spec: UpsertSpec, source: str, data: list[str], commit_id: str, affected: list[tuple]
+) -> str:
     """The winners of the batch against the stored rows of the partitions it touches.
 
-    Columns: the target's, plus `_is_new` (the row comes from this batch) and
-    `_deleted` (the winner is a delete marker).
+    `affected` lists the batch's partitions (values), a literal filter so the
+    target's other partitions are never listed or read. Columns: the
+    target's, plus `_is_new` (the row comes from this batch) and `_deleted`
+    (the winner is a delete marker).
     """
     key = [*spec.partition_by, *spec.unique_key]
     columns = [*data, *spec.partition_by]
@@ -339,16 +343,7 @@ def merge_sql(spec: UpsertSpec, source: str, data: list[str], commit_id: str) ->
         else "false"
     )
     select_columns = ", ".join(quote(c) for c in columns)
-    partition_match = " and ".join(f"t.{quote(p)} <=> a.{quote(p)}" for p in spec.partition_by)
     key_match = " and ".join(f"i.{quote(k)} <=> e.{quote(k)}" for k in key)
-    existing_filter = (
-        f"left semi join affected as a on {partition_match}" if spec.partition_by else ""
-    )
-    affected = (
-        f"select distinct {', '.join(quote(p) for p in spec.partition_by)} from incoming"
-        if spec.partition_by
-        else "select 1"
-    )
     return f"""
 with
 ranked_batch as (
@@ -360,10 +355,10 @@ ranked_batch as (
     from {source}
 ),
 incoming as (select * from ranked_batch where _rank = 1),
-affected as ({affected}),
 existing as (
     select t.*, {content} as _content
-    from {spec.target} as t {existing_filter}
+    from {spec.target} as t
+    where {_among(spec.partition_by, affected)}
 ),
 fresh as (
     select i.* from incoming as i
@@ -408,7 +403,10 @@ def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None)
     source = aligned_source(spec, source, data_columns, table_columns(sql, source))
     state = recover(sql, spec)
     commit_id = next_commit_id(now or datetime.now(UTC), state.last_commit_id)
-    merged = merge_sql(spec, source, data, commit_id)
+    affected = _partitions_of(sql, spec, source)
+    if not affected:
+        return CommitResult(None, 0, 0)
+    merged = merge_sql(spec, source, data, commit_id, affected)
     partition_columns = ", ".join(quote(p) for p in spec.partition_by)
     touched = sql(
         f"select {partition_columns + ', ' if partition_columns else ''}max(_is_new)"
@@ -435,6 +433,15 @@ def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None)
     write_log(sql, spec, entry)
     finish(sql, spec, entry)
     return CommitResult(commit_id, len(changes), len(touched))
+
+
+def _partitions_of(sql: Sql, spec: UpsertSpec, source: str) -> list[tuple]:
+    """The partitions (values) the batch holds rows for; [()] for an unpartitioned table
+    with rows, [] for an empty batch."""
+    if not spec.partition_by:
+        return [()] if sql(f"select 1 from {source} limit 1") else []
+    columns = ", ".join(quote(p) for p in spec.partition_by)
+    return [tuple(row) for row in sql(f"select distinct {columns} from {source}")]
 
 
 def _among(columns: Sequence[str], values: list[tuple]) -> str:

@@ -1,0 +1,144 @@
+"""Upsert vs rebuild: a small batch into a table of many partitions.
+
+The table holds ROWS_PER_PARTITION rows in each of PARTITIONS day
+partitions (1x), then 10x as many partitions (the table grows as history
+does). The batch updates 1% of the 1x table's rows, spread over 2% of its
+partitions. `upsert` commits it through the copy-on-write protocol;
+`rebuild` recomputes the whole table (latest row per key over table + batch)
+and writes it anew. Each figure is the median of RUNS runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from dynamic_ddl import spark_conf
+from dynamic_ddl.upsert.protocol import UpsertSpec, upsert
+
+PARTITIONS = 100
+ROWS_PER_PARTITION = 2_000
+GROWTH = 10
+RUNS = 3
+SCHEMA = "bench_upsert"
+BENCH_DIR = spark_conf.project_root() / ".local" / "bench" / "upsert"
+
+
+def session() -> SparkSession:
+    builder = SparkSession.builder.master("local[2]").appName("bench-upsert")
+    builder = builder.config("spark.driver.memory", "4g")
+    for key, value in spark_conf.all_settings(BENCH_DIR / "state").items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def rows(spark: SparkSession, partitions: int, per_partition: int, version: int):
+    """`partitions` days of `per_partition` devices each; `state` tells the version."""
+    return spark.range(partitions * per_partition).select(
+        F.date_add(F.lit("2020-01-01").cast("date"), (F.col("id") % partitions).cast("int"))
+        .cast("string")
+        .alias("day"),
+        F.concat(F.lit("dev-"), (F.col("id") / partitions).cast("long")).alias("device"),
+        F.lit(f"v{version}").alias("state"),
+        F.lit(version).cast("bigint").alias("log_ts"),
+        F.sha2(F.col("id").cast("string"), 256).alias("payload"),
+    )
+
+
+def spec(name: str) -> UpsertSpec:
+    return UpsertSpec(
+        f"{SCHEMA}.{name}", unique_key=("device",), ordering_field="log_ts", partition_by=("day",)
+    )
+
+
+def batch(spark: SparkSession, version: int):
+    """1% of the 1x table's rows, in 2% of its partitions (the first days)."""
+    touched = max(1, PARTITIONS * 2 // 100)
+    per_partition = PARTITIONS * ROWS_PER_PARTITION // 100 // touched
+    return (
+        rows(spark, PARTITIONS, ROWS_PER_PARTITION, version)
+        .where(F.col("day") < F.date_add(F.lit("2020-01-01").cast("date"), touched).cast("string"))
+        .limit(touched * per_partition)
+    )
+
+
+def timed_upsert(spark: SparkSession, sql, name: str, version: int) -> float:
+    batch(spark, version).createOrReplaceTempView("bench_batch")
+    started = time.monotonic()
+    result = upsert(sql, spec(name), "bench_batch")
+    elapsed = time.monotonic() - started
+    assert result.changed_partitions == max(1, PARTITIONS * 2 // 100), result
+    return elapsed
+
+
+def rebuild(spark: SparkSession, table: str, version: int) -> float:
+    """The whole table again: latest row per key over table + batch, written anew."""
+    batch(spark, version).createOrReplaceTempView("bench_batch")
+    started = time.monotonic()
+    spark.sql(
+        f"""
+        select day, device, state, log_ts, payload from (
+            select *, row_number() over (partition by day, device order by log_ts desc) as r
+            from (select day, device, state, log_ts, payload from {table}
+                  union all select * from bench_batch)
+        ) where r = 1"""
+    ).write.mode("overwrite").partitionBy("day").parquet(str(BENCH_DIR / "rebuilt"))
+    return time.monotonic() - started
+
+
+def measure() -> dict:
+    spark = session()
+    sql = lambda statement: spark.sql(statement).collect()  # noqa: E731
+    try:
+        spark.sql(f"drop schema if exists {SCHEMA} cascade")
+        spark.sql(f"create schema {SCHEMA}")
+        results = {}
+        for scale, partitions in (("1x", PARTITIONS), ("10x", PARTITIONS * GROWTH)):
+            name = f"t_{scale}"
+            rows(spark, partitions, ROWS_PER_PARTITION, 1).createOrReplaceTempView("bench_load")
+            upsert(sql, spec(name), "bench_load")  # not timed: the table's first commit
+            upserts = [timed_upsert(spark, sql, name, 2 + run) for run in range(RUNS)]
+            rebuilds = [rebuild(spark, f"{SCHEMA}.{name}", 10 + run) for run in range(RUNS)]
+            results[scale] = {
+                "rows": partitions * ROWS_PER_PARTITION,
+                "partitions": partitions,
+                "upsert": statistics.median(upserts),
+                "rebuild": statistics.median(rebuilds),
+            }
+            print(scale, results[scale], flush=True)
+        return results
+    finally:
+        spark.stop()
+
+
+def report(results: dict) -> str:
+    rows_ = [
+        "| table | rows | partitions | upsert s | rebuild s | upsert ÷ rebuild |",
+        "|---|---|---|---|---|---|",
+    ]
+    for scale, r in results.items():
+        rows_.append(
+            f"| {scale} | {r['rows']:,} | {r['partitions']} | {r['upsert']:.2f} |"
+            f" {r['rebuild']:.2f} | {r['upsert'] / r['rebuild']:.2f}x |"
+        )
+    growth = results["10x"]["upsert"] / results["1x"]["upsert"]
+    return "\n".join(
+        [
+            *rows_,
+            "",
+            f"- The batch: {PARTITIONS * ROWS_PER_PARTITION // 100:,} rows (1% of the 1x table)"
+            f" in {max(1, PARTITIONS * 2 // 100)} partitions (2% of the 1x table's).",
+            "- Upsert vs rebuild, goal <= 0.1x.",
+            f"- The same batch as the table grows 1x -> 10x: {growth:.2f}x the time"
+            " (goal <= 1.5x).",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    print(report(measure()))
