@@ -4,6 +4,7 @@ reruns change nothing, a killed commit is finished, the last commit rolls back."
 from __future__ import annotations
 
 import os
+import threading
 from datetime import datetime
 from urllib.parse import urlparse
 
@@ -215,3 +216,36 @@ def test_partition_paths_match_sparks_escaping(spark, sql):
         "day=" + protocol.partition_path(["day"], [day]).split("=", 1)[1]
     ]
     assert _rows(spark, spec.target) == [(day, "a", "on", 1)]
+
+
+def test_a_reader_in_another_session_sees_each_partition_whole(spark, sql):
+    spec = _spec("read_while_writing")
+    days = ["d0", "d1", "d2"]
+    before = [(day, f"{day}-{i}", "on", 1, False) for day in days for i in range(50)]
+    upsert(sql, spec, _batch(spark, before))
+    # Every partition grows from 50 to 80 rows in one commit.
+    growth = [(day, f"{day}-{i}", "on", 2, False) for day in days for i in range(50, 80)]
+    reader = spark.newSession()
+    seen: list[dict] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            reader.sql(f"refresh table {spec.target}")
+            counts = reader.sql(f"select day, count(*) from {spec.target} group by day").collect()
+            seen.append(dict((r[0], r[1]) for r in counts))
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    try:
+        upsert(sql, spec, _batch(spark, growth))
+    finally:
+        done.set()
+        thread.join()
+    seen.append(
+        dict((r[0], r[1]) for r in sql(f"select day, count(*) from {spec.target} group by day"))
+    )
+    assert len(seen) >= 3  # the reader polled while the commit ran
+    assert all(set(counts) == set(days) for counts in seen)  # no partition ever missing
+    assert all(count in (50, 80) for counts in seen for count in counts.values())
+    assert seen[-1] == {day: 80 for day in days}
