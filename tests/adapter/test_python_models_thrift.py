@@ -16,6 +16,7 @@ from tests.adapter.test_python_models import (
     PythonIncrementalSuite,
     PythonModelSuite,
 )
+from tests.adapter.test_upsert_models import UpsertModelsSuite
 
 
 class ThriftTarget:
@@ -54,3 +55,7 @@ class TestChainThrift(ThriftTarget, ChainSuite):
 
 class TestIncrementalThisThrift(ThriftTarget, IncrementalThisSuite):
     pass
+
+
+class TestUpsertModelsThrift(ThriftTarget, UpsertModelsSuite):
+    """Both upsert faces, pulls and rollback with SQL over Thrift, Python over Connect."""

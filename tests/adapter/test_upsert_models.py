@@ -59,10 +59,8 @@ BATCHES = {
 }
 
 
-class TestUpsertModels:
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self):
-        return session_profile()
+class UpsertModelsSuite:
+    """Runs on any target (the Thrift variant is in test_python_models_thrift.py)."""
 
     @pytest.fixture(scope="class")
     def models(self):
@@ -112,3 +110,9 @@ class TestUpsertModels:
 
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: lnd_sql}"])
         assert self._rows(project, "lnd_sql") == [("a", "on", 1), ("b", "on", 1), ("c", "on", 1)]
+
+
+class TestUpsertModelsSession(UpsertModelsSuite):
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
