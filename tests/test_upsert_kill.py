@@ -1,0 +1,119 @@
+"""kill -9 of a process in the middle of an upsert commit, at several moments: every
+partition stays whole, and rerunning the batch gives the uninterrupted result.
+
+The upserting process is a separate Python process talking to the test run's
+Spark Connect server (one metastore, as in production), killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+SCHEMA = "upsert_kill"
+PARTITIONS, ROWS = 24, 1200  # enough partitions to kill mid-swap
+
+UPSERT_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pyspark.sql.connect.session import SparkSession
+    from dynamic_ddl.upsert.protocol import UpsertSpec, upsert
+
+    url, table, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    spark = SparkSession.builder.remote(url).create()
+    spark.range({rows}).selectExpr(
+        "concat('d', cast(id % {partitions} as string)) as day",
+        "concat('k', cast(id as string)) as device",
+        f"'v{{version}}' as state",
+        f"cast({{version}} as bigint) as log_ts",
+    ).createOrReplaceTempView("batch")
+    spec = UpsertSpec(table, ("device",), "log_ts", ("day",))
+    upsert(lambda statement: spark.sql(statement).collect(), spec, "batch")
+    """
+).format(rows=ROWS, partitions=PARTITIONS)
+
+
+@pytest.fixture(scope="module")
+def connect(thrift_server):
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.builder.remote(thrift_server.connect_url).create()
+    session.sql(f"drop schema if exists {SCHEMA} cascade")
+    session.sql(f"create schema {SCHEMA}")
+    yield session
+    session.stop()
+
+
+def _start(url: str, table: str, version: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", UPSERT_SCRIPT, url, table, str(version)])
+
+
+def _data(connect, table: str) -> list[tuple]:
+    connect.sql(f"refresh table {table}")
+    rows = connect.sql(f"select day, device, state, log_ts from {table} order by device")
+    return [tuple(r) for r in rows.collect()]
+
+
+def _latest_commit(connect) -> str:
+    connect.sql(f"refresh table {SCHEMA}.upsert_commits")
+    return connect.sql(
+        f"select max(commit_id) from {SCHEMA}.upsert_commits where table_name = 'killed'"
+    ).first()[0]
+
+
+def _kill_once_pending(connect, process: subprocess.Popen, after: str) -> bool:
+    """SIGKILL the process as soon as it logs a commit as pending (mid-swap)."""
+    while process.poll() is None:
+        connect.sql(f"refresh table {SCHEMA}.upsert_commits")  # see the newest log files
+        pending = connect.sql(
+            f"select 1 from {SCHEMA}.upsert_commits where table_name = 'killed'"
+            f" and action = 'pending' and commit_id > '{after}'"
+        ).collect()
+        if pending:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _assert_whole(connect, table: str) -> None:
+    connect.sql(f"refresh table {table}")
+    counts = connect.sql(f"select day, count(*) from {table} group by day").collect()
+    assert len(counts) == PARTITIONS and {r[1] for r in counts} == {ROWS // PARTITIONS}
+
+
+def test_kill_9_during_a_commit_then_rerun_converges(connect, thrift_server):
+    url = thrift_server.connect_url
+    for table in ("clean", "killed"):
+        assert _start(url, f"{SCHEMA}.{table}", 1).wait(timeout=300) == 0
+    assert _start(url, f"{SCHEMA}.clean", 2).wait(timeout=300) == 0
+    killed = f"{SCHEMA}.killed"
+
+    # Killed while merging and writing (before the commit is logged) ...
+    process = _start(url, killed, 2)
+    time.sleep(4)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+    _assert_whole(connect, killed)
+    # ... and while swapping partitions (logged pending, not yet committed).
+    before = _latest_commit(connect)
+    assert _kill_once_pending(connect, _start(url, killed, 2), before)
+    _assert_whole(connect, killed)
+    states = connect.sql(f"select distinct state from {killed}").collect()
+    assert {r[0] for r in states} <= {"v1", "v2"}
+
+    assert _start(url, killed, 2).wait(timeout=300) == 0
+    assert _data(connect, killed) == _data(connect, f"{SCHEMA}.clean")
+    connect.sql(f"refresh table {SCHEMA}.upsert_commits")
+    log = connect.sql(
+        f"select commit_id, max(action = 'committed' or action = 'rolled_back') as done"
+        f" from {SCHEMA}.upsert_commits where table_name = 'killed' group by commit_id"
+    ).collect()
+    assert all(row[1] for row in log)  # nothing left pending
