@@ -38,28 +38,16 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {%- if strategy == 'upsert' -%}
-        {#-- Every build, the first too, is a commit: the table lives in its version store. --#}
-        {%- if existing_relation is not none and (existing_relation.is_view or should_full_refresh()) -%}
-            {%- if existing_relation.is_view -%}
-                {% do adapter.drop_relation(existing_relation) %}
-            {%- endif -%}
-            {% do adapter.drop_upsert_table(target_relation) %}
+    {%- set rebuild = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+    {%- if strategy == 'upsert' and rebuild and existing_relation is not none -%}
+        {#-- Every upsert build, the first too, is a commit: start from an empty store. --#}
+        {%- if existing_relation.is_view -%}
+            {% do adapter.drop_relation(existing_relation) %}
         {%- endif -%}
-        {%- if language == 'python' -%}
-            {% do adapter.drop_relation(tmp_relation) %}
-        {%- endif -%}
-        {%- call statement('create_tmp_relation', language=language) -%}
-            {{ create_table_as(True, tmp_relation, compiled_code, language) }}
-        {%- endcall -%}
-        {%- set commit = dynamic_spark_upsert(tmp_relation, target_relation) -%}
-        {%- call noop_statement('main', 'UPSERT ' ~ commit['changed_partitions'] ~ ' partitions') -%}
-            -- upsert commit {{ commit['commit_id'] }}
-        {%- endcall -%}
-        {%- if language == 'python' -%}
-            {% do adapter.drop_relation(tmp_relation) %}
-        {%- endif -%}
-    {%- elif existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+        {% do adapter.drop_upsert_table(target_relation) %}
+    {%- endif -%}
+
+    {%- if rebuild and strategy != 'upsert' -%}
         {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
         {%- call statement('main', language=language) -%}
             {{ create_table_as(False, staging_relation, compiled_code, language) }}
@@ -73,10 +61,17 @@
         {%- call statement('create_tmp_relation', language=language) -%}
             {{ create_table_as(True, tmp_relation, compiled_code, language) }}
         {%- endcall -%}
-        {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
-        {%- call statement('main') -%}
-            {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
-        {%- endcall -%}
+        {%- if strategy == 'upsert' -%}
+            {%- set commit = dynamic_spark_upsert(tmp_relation, target_relation) -%}
+            {%- call noop_statement('main', 'UPSERT ' ~ commit['changed_partitions'] ~ ' partitions') -%}
+                -- upsert commit {{ commit['commit_id'] }}
+            {%- endcall -%}
+        {%- else -%}
+            {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+            {%- call statement('main') -%}
+                {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
+            {%- endcall -%}
+        {%- endif -%}
         {%- if language == 'python' -%}
             {% do adapter.drop_relation(tmp_relation) %}
         {%- endif -%}
