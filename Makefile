@@ -47,8 +47,8 @@ test: setup lint ## The full test suite (lint, then pytest on a real Spark)
 
 lint: setup ## sqlfluff on models and macros, ruff on Python
 	$(BIN)/sqlfluff lint models macros tests/data_tests
-	$(BIN)/ruff check plugins python_models tests bench
-	$(BIN)/ruff format --check plugins python_models tests bench
+	$(BIN)/ruff check plugins python_models tests bench lint
+	$(BIN)/ruff format --check plugins python_models tests bench lint
 
 thrift-up: setup ## Start the local Thrift (10000) + Spark Connect (15002) server; env SPARK_PORT, SPARK_MASTER
 	$(BIN)/python -m dynamic_ddl.server up

@@ -104,3 +104,32 @@ def test_unreachable_thrift_target_names_the_fix(tmp_path, cli_env):
     result = dbt_cli(["debug", "--target", "thrift"], cwd=tmp_path, env=env)
     assert result.returncode != 0
     assert "make thrift-up" in result.stdout
+
+
+def test_pivot_model_renders_without_a_warehouse(tmp_path, cli_env):
+    """dbt parse (no Spark reachable) and the linter both render the pivot model,
+    the same way every time, with its default keys."""
+    env = {**cli_env, "SPARK_PORT": "1", "DBT_TARGET_PATH": str(tmp_path / "target")}
+    parsed = dbt_cli(["parse", "--target", "thrift"], cwd=tmp_path, env=env)
+    assert parsed.returncode == 0, parsed.stdout[-3000:]
+    manifest = json.loads((tmp_path / "target" / "manifest.json").read_text())
+    node = manifest["nodes"]["model.dynamic_ddl.lnd_app_attributes"]
+    assert node["depends_on"]["nodes"] == ["model.dynamic_ddl.raw_app_attributes"]
+    assert "macro.dynamic_ddl.pivot_key_values" in node["depends_on"]["macros"]
+
+    sqlfluff = Path(sys.executable).with_name("sqlfluff")
+    model = "models/landing/lnd_app_attributes.sql"
+    renders = [
+        subprocess.run(
+            [str(sqlfluff), "render", model],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        for _ in range(2)
+    ]
+    assert renders[0].returncode == 0, renders[0].stderr[-2000:]
+    assert renders[0].stdout == renders[1].stdout
+    for key in ("app_version", "city", "state"):
+        assert f"pivot_rows.`record_key` = '{key}' then pivot_rows.`record_value`" in renders[0].stdout

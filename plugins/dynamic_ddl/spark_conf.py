@@ -37,10 +37,11 @@ def session_settings() -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
-        # The embedded Derby metastore cannot filter partitions of raw tables
-        # by _batch_id (INTERNAL_ERROR_HIVE_METASTORE_PARTITION_FILTER): list
-        # them all and prune in Spark instead.
+        # The metastore's filter parser rejects columns starting with `_`
+        # (_batch_id, _version): fall back to pruning in Spark, by partition
+        # names only (fast), not by fetching every partition's metadata.
         "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
+        "spark.sql.hive.metastorePartitionPruningFastFallback": "true",
     }
 
 

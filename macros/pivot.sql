@@ -1,0 +1,319 @@
+{#
+    Pivot key/value rows into one column per key, for keys found at run time
+    (the Dynamic DDL talk's `max(case when record_key = 'state' then
+    record_value end)`), grouped by the entity columns.
+
+    Keys come from the rows that `where` selects (one `select distinct` over
+    the key column, so on an incremental run only the new batch is read),
+    plus, on an incremental run, the pivot columns `this` already has: their
+    columns are kept (NULL for rows without the key), so a new key only adds
+    a column. Columns are sorted by name: the same input renders the same SQL.
+
+    Every column the model gets from the pivot is one of: `group_by`,
+    `carry`, a pivot column (never starting with `_`), `_overflow` (keys
+    beyond `max_columns`, or outside `allow`: key -> value) and
+    `_unconverted` (values the `types` map could not convert: key -> text).
+    Keys in `deny` are dropped. Without `execute` (dbt parse, the linter)
+    the keys are `default_keys`.
+
+    Example:
+        {{ pivot_key_values(
+            ref('raw_app_attributes'), group_by=['id', 'log_ts'],
+            types={'storage_used_gb': 'double'}, default_keys=['city']
+        ) }}
+
+    Arguments:
+        relation: the key/value rows: a relation, or a parenthesized subquery, required
+        group_by: columns identifying a pivoted row (entity key, timestamp), required
+        key_column: column holding the key, default `record_key`
+        value_column: column holding the value as text, default `record_value`
+        where: SQL filter on the rows to pivot (and to discover keys in), default `true`
+        carry: columns carried along as max(column), e.g. `_batch_id`, default none
+        keys: a fixed key list instead of discovery, default none (discover)
+        types: key -> Spark type to cast its value to (try_cast), default all text
+        prefix: prepended to every pivot column name, default ''
+        max_columns: the most pivot columns the table may have, default 200
+        allow: only these keys become columns (the rest go to `_overflow`), default all
+        deny: keys dropped altogether, default none
+        default_keys: the keys when not executing (parse, lint), default none
+#}
+{% macro pivot_key_values(
+    relation,
+    group_by,
+    key_column='record_key',
+    value_column='record_value',
+    where='true',
+    carry=[],
+    keys=none,
+    types={},
+    prefix='',
+    max_columns=200,
+    allow=none,
+    deny=[],
+    default_keys=[]
+) -%}
+    {{ return(adapter.dispatch('pivot_key_values', 'dynamic_ddl')(
+        relation, group_by, key_column, value_column, where, carry, keys, types,
+        prefix, max_columns, allow, deny, default_keys
+    )) }}
+{%- endmacro %}
+
+{% macro default__pivot_key_values(
+    relation, group_by, key_column, value_column, where, carry, keys, types,
+    prefix, max_columns, allow, deny, default_keys
+) -%}
+    {%- set types = types or {} -%}
+    {%- do dynamic_ddl.validate_pivot_arguments(group_by, carry, types, prefix, max_columns) -%}
+    {%- if keys is none -%}
+        {#- Unqualified, so a dbt unit test can override it (`overrides: macros:`). -#}
+        {%- set keys = discover_pivot_keys(
+            relation, key_column, where, allow, deny, default_keys) -%}
+    {%- endif -%}
+    {%- set existing = dynamic_ddl.existing_pivot_columns(group_by, carry) -%}
+    {%- set plan = dynamic_ddl.pivot_plan(
+        keys, existing, group_by, carry, types, prefix, max_columns, allow, deny) -%}
+    {%- set key = adapter.quote(key_column) -%}
+    {%- set value = adapter.quote(value_column) -%}
+    {%- set fed = plan.columns | rejectattr('key', 'none') | list -%}
+    {%- set kept_out = (fed | map(attribute='key') | list) + (deny or []) %}
+    select
+        {%- for column in group_by + carry %}
+        pivoted.{{ adapter.quote(column) }},
+        {%- endfor %}
+        {%- for column in plan.columns %}
+        {%- if column.key is none %}
+        cast(null as {{ column.type }}) as {{ adapter.quote(column.name) }},
+        {%- elif column.type == 'string' %}
+        pivoted.{{ adapter.quote(column.name) }},
+        {%- else %}
+        try_cast(pivoted.{{ adapter.quote(column.name) }} as {{ column.type }}) as {{ adapter.quote(column.name) }},
+        {%- endif %}
+        {%- endfor %}
+        {{ dynamic_ddl.pivot_overflow('pivoted._overflow_entries') }} as _overflow,
+        {{ dynamic_ddl.pivot_unconverted(fed | rejectattr('type', 'equalto', 'string') | list) }} as _unconverted
+
+    from (
+        select
+            {%- for column in group_by %}
+            pivot_rows.{{ adapter.quote(column) }},
+            {%- endfor %}
+            {%- for column in carry %}
+            max(pivot_rows.{{ adapter.quote(column) }}) as {{ adapter.quote(column) }},
+            {%- endfor %}
+            {%- for column in fed %}
+            max(
+                case when pivot_rows.{{ key }} = {{ dynamic_ddl.pivot_literal(column.key) }} then pivot_rows.{{ value }} end
+            ) as {{ adapter.quote(column.name) }},
+            {%- endfor %}
+            array_sort(collect_list(
+                case when pivot_rows.{{ key }} is not null
+                    {%- if kept_out %}
+                    and pivot_rows.{{ key }} not in (
+                        {%- for kept in kept_out -%}
+                            {{ dynamic_ddl.pivot_literal(kept) }}{{ ', ' if not loop.last }}
+                        {%- endfor -%}
+                    )
+                    {%- endif %}
+                    then struct(pivot_rows.{{ key }} as key, pivot_rows.{{ value }} as value) end
+            )) as _overflow_entries
+        from {{ relation }} as pivot_rows
+        where {{ where }}
+        group by
+            {%- for column in group_by %}
+            pivot_rows.{{ adapter.quote(column) }}{{ ',' if not loop.last }}
+            {%- endfor %}
+    ) as pivoted
+{%- endmacro %}
+
+
+{#
+    On an incremental run, the pivot columns `this` has (name and type): every
+    column that is neither a group or carried column nor starts with `_`.
+#}
+{% macro existing_pivot_columns(group_by, carry) -%}
+    {%- if not (execute and is_incremental()) -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set fixed = (group_by + carry) | map('lower') | list -%}
+    {%- set found = [] -%}
+    {%- for column in adapter.get_columns_in_relation(this) -%}
+        {%- if column.name | lower not in fixed and not column.name.startswith('_') -%}
+            {%- do found.append({'name': column.name | lower, 'type': column.dtype | lower}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(found) }}
+{%- endmacro %}
+
+
+{#
+    The pivot's columns: one per key that has or gets a column, sorted by
+    name, as {key, name, type}; `key` is none for an existing column no key
+    of this batch feeds (it stays, NULL). Existing columns always stay; new
+    keys are admitted in name order while the table has fewer than
+    `max_columns`; the rest go to `_overflow`.
+#}
+{% macro pivot_plan(keys, existing, group_by, carry, types, prefix, max_columns, allow, deny) -%}
+    {%- set taken = (group_by + carry) | map('lower') | list -%}
+    {%- set by_name = {} -%}
+    {%- for column in existing -%}
+        {%- do by_name.update({column.name: {'key': none, 'name': column.name, 'type': column.type}}) -%}
+    {%- endfor -%}
+    {%- set named = [] -%}
+    {%- for key in keys | unique(case_sensitive=true) if key not in (deny or []) -%}
+        {%- do named.append({'key': key, 'name': dynamic_ddl.pivot_column_name(key, prefix, taken)}) -%}
+    {%- endfor -%}
+    {%- set seen = {} -%}
+    {%- for item in named | sort(attribute='name', case_sensitive=true) -%}
+        {%- if item.name in seen -%}
+            {%- do exceptions.raise_compiler_error(
+                "Pivot keys " ~ seen[item.name] | tojson ~ " and " ~ item.key | tojson
+                ~ " both give column '" ~ item.name ~ "'. Put one of them in `deny`.") -%}
+        {%- endif -%}
+        {%- do seen.update({item.name: item.key}) -%}
+        {%- set type = dynamic_ddl.pivot_type(types.get(item.key, 'string')) -%}
+        {%- if item.name in by_name -%}
+            {%- do by_name.update({item.name: {'key': item.key, 'name': item.name, 'type': type}}) -%}
+        {%- elif by_name | length < max_columns and (allow is none or item.key in allow) -%}
+            {%- do by_name.update({item.name: {'key': item.key, 'name': item.name, 'type': type}}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set columns = [] -%}
+    {%- for name in by_name | sort(case_sensitive=true) -%}
+        {%- do columns.append(by_name[name]) -%}
+    {%- endfor -%}
+    {{ return({'columns': columns}) }}
+{%- endmacro %}
+
+
+{#
+    The column name of a pivot key: deterministic and collision-free.
+
+    A key that is already a plain lowercase name (`[a-z][a-z0-9]*` words
+    joined by single `_`, at most 64 characters with the prefix, not a
+    reserved word nor a group column) is its own name. Any other key gets
+    its characters other than a-z0-9 as `_`, cut to 40, plus `__` and 8 hex
+    of its MD5: `State` -> `state__8b4e0b6a`. Plain names never hold `__`,
+    so the two kinds never meet; two keys only share a name if their hashes
+    do, which `pivot_plan` reports.
+
+    Example:
+        {{ dynamic_ddl.pivot_column_name('First Name') }}  -> first_name__<8 hex>
+
+    Arguments:
+        key: the key, required
+        prefix: prepended to the name, default ''
+        taken: names the key must not take (the group columns), default none
+#}
+{% macro pivot_column_name(key, prefix='', taken=[]) -%}
+    {%- set plain = prefix ~ key -%}
+    {%- if modules.re.fullmatch('[a-z][a-z0-9]*(_[a-z0-9]+)*', key)
+        and plain | length <= 64
+        and plain not in taken
+        and plain | upper not in dynamic_ddl.spark_reserved_words() -%}
+        {{ return(plain) }}
+    {%- endif -%}
+    {%- set base = modules.re.sub('[^a-z0-9]+', '_', key | lower).strip('_')[:40].strip('_') -%}
+    {{ return(prefix ~ (base or 'key') ~ '__' ~ local_md5(key)[:8]) }}
+{%- endmacro %}
+
+
+{#
+    A key as a Spark string literal: backslashes, quotes and line breaks
+    escaped, so no key can end the literal.
+#}
+{% macro pivot_literal(key) -%}
+    {%- set escaped = key | replace('\\', '\\\\') | replace("'", "\\'") -%}
+    {%- set escaped = escaped | replace('\n', '\\n') | replace('\r', '\\r') -%}
+    {{ return("'" ~ escaped ~ "'") }}
+{%- endmacro %}
+
+
+{# A type from the `types` map, checked against the types a value can be cast to. #}
+{% macro pivot_type(type) -%}
+    {%- set normalized = type | lower | replace(' ', '') -%}
+    {%- if not modules.re.fullmatch(
+        '(string|boolean|tinyint|smallint|int|bigint|float|double|date|timestamp|timestamp_ntz|decimal[(][0-9]+,[0-9]+[)])',
+        normalized) -%}
+        {%- do exceptions.raise_compiler_error(
+            "Pivot type '" ~ type ~ "' is not supported. Use one of string, boolean, int, bigint, "
+            ~ "double, decimal(p,s), date, timestamp.") -%}
+    {%- endif -%}
+    {{ return(normalized) }}
+{%- endmacro %}
+
+
+{#
+    `_overflow` from the group's sorted (key, value) entries that got no
+    column: a key -> value map, the greatest value winning for a repeated
+    key (as in the columns); NULL when there are none.
+#}
+{% macro pivot_overflow(entries) -%}
+    case when size({{ entries }}) > 0 then map_from_entries(filter(
+            {{ entries }}, (entry, i) -> i = size({{ entries }}) - 1 or {{ entries }}[i + 1].key != entry.key
+        )) end
+{%- endmacro %}
+
+
+{#
+    `_unconverted`: key -> text of the `typed` columns' values that did not
+    convert (the typed column is NULL, the text is kept here); NULL when none.
+#}
+{% macro pivot_unconverted(typed) -%}
+    {%- if not typed -%}
+        cast(null as map<string, string>)
+    {%- else -%}
+        {%- set texts -%}
+            map_filter(map(
+                {%- for column in typed %}
+                {{ dynamic_ddl.pivot_literal(column.key) }},
+                case
+                    when try_cast(pivoted.{{ adapter.quote(column.name) }} as {{ column.type }}) is null
+                        then pivoted.{{ adapter.quote(column.name) }}
+                end{{ ',' if not loop.last }}
+                {%- endfor %}
+            ), (unconverted_key, unconverted_text) -> unconverted_text is not null)
+        {%- endset -%}
+        case when size({{ texts }}) > 0 then {{ texts }} end
+    {%- endif -%}
+{%- endmacro %}
+
+
+{# Arguments that would render wrong SQL, refused with the fix. #}
+{% macro validate_pivot_arguments(group_by, carry, types, prefix, max_columns) -%}
+    {%- if group_by is string or not group_by -%}
+        {%- do exceptions.raise_compiler_error(
+            "pivot_key_values needs group_by as a list of columns, e.g. group_by=['id', 'log_ts'].") -%}
+    {%- endif -%}
+    {%- if carry is string -%}
+        {%- do exceptions.raise_compiler_error("pivot_key_values needs carry as a list, e.g. carry=['_batch_id'].") -%}
+    {%- endif -%}
+    {%- if types is not mapping -%}
+        {%- do exceptions.raise_compiler_error(
+            "pivot_key_values needs types as a key -> type map, e.g. {'storage_used_gb': 'double'}.") -%}
+    {%- endif -%}
+    {%- for type in types.values() -%}
+        {%- do dynamic_ddl.pivot_type(type) -%}
+    {%- endfor -%}
+    {%- if prefix and not modules.re.fullmatch('[a-z][a-z0-9_]*', prefix) -%}
+        {%- do exceptions.raise_compiler_error(
+            "Pivot prefix '" ~ prefix ~ "' must be lowercase letters, digits and _, starting with a letter.") -%}
+    {%- endif -%}
+    {%- if max_columns is not number or max_columns < 0 -%}
+        {%- do exceptions.raise_compiler_error("Pivot max_columns must be a number >= 0, got " ~ max_columns ~ ".") -%}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{# Spark's ANSI reserved words: keys equal to one are not used as bare names. #}
+{% macro spark_reserved_words() -%}
+    {{ return([
+        'ALL', 'AND', 'ANY', 'ARRAY', 'AS', 'AUTHORIZATION', 'BOTH', 'CASE', 'CAST', 'CHECK', 'COLLATE',
+        'COLUMN', 'CONSTRAINT', 'CREATE', 'CROSS', 'CURRENT_DATE', 'CURRENT_TIME', 'CURRENT_TIMESTAMP',
+        'CURRENT_USER', 'DISTINCT', 'ELSE', 'END', 'ESCAPE', 'EXCEPT', 'FALSE', 'FETCH', 'FILTER', 'FOR',
+        'FOREIGN', 'FROM', 'FULL', 'GRANT', 'GROUP', 'HAVING', 'IN', 'INNER', 'INTERSECT', 'INTO', 'IS',
+        'JOIN', 'LATERAL', 'LEADING', 'LEFT', 'NATURAL', 'NOT', 'NULL', 'OFFSET', 'ON', 'ONLY', 'OR',
+        'ORDER', 'OUTER', 'OVERLAPS', 'PRIMARY', 'REFERENCES', 'RIGHT', 'SELECT', 'SESSION_USER', 'SOME',
+        'TABLE', 'THEN', 'TIME', 'TO', 'TRAILING', 'UNION', 'UNIQUE', 'UNKNOWN', 'USER', 'USING', 'WHEN',
+        'WHERE', 'WITH'
+    ]) }}
+{%- endmacro %}
