@@ -24,14 +24,18 @@
         {%- set keys = default_keys | unique(case_sensitive=true) | sort(case_sensitive=true) -%}
         {{ return(dynamic_ddl.filter_keys(keys, allow, deny)) }}
     {%- endif -%}
-    {%- set key = adapter.quote(key_column) -%}
-    {%- set query -%}
-        select distinct pivot_rows.{{ key }}
-        from {{ relation }} as pivot_rows
-        where ({{ where }}) and pivot_rows.{{ key }} is not null
-    {%- endset -%}
+    {%- set query = dynamic_ddl.pivot_discovery_query(relation, key_column, where) -%}
     {%- set found = run_query(query).columns[0].values() | map('string') | sort(case_sensitive=true) -%}
     {{ return(dynamic_ddl.filter_keys(found, allow, deny)) }}
+{%- endmacro %}
+
+
+{# The query discovery runs: the distinct non-null keys of the rows `where` selects. #}
+{% macro pivot_discovery_query(relation, key_column, where='true') -%}
+    {%- set key = adapter.quote(key_column) -%}
+    select distinct pivot_rows.{{ key }}
+    from {{ relation }} as pivot_rows
+    where ({{ where }}) and pivot_rows.{{ key }} is not null
 {%- endmacro %}
 
 

@@ -43,24 +43,34 @@ def cli_env(tmp_path_factory) -> dict[str, str]:
     return env
 
 
-def test_build_then_query_from_other_directories(tmp_path, cli_env):
+@pytest.fixture(scope="module")
+def inbox(tmp_path_factory) -> Path:
+    """Sample JSON for the project's raw models (small: 400 device events per batch)."""
+    return tmp_path_factory.mktemp("inbox")
+
+
+def add_sample_batch(inbox: Path, batch: int) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "dynamic_ddl.sampledata", "--out", str(inbox)]
+        + ["--events", "400", "--batch", str(batch)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def build(inbox: Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return dbt_cli(["build", "--vars", json.dumps({"inbox_dir": str(inbox)})], cwd=cwd, env=env)
+
+
+def test_build_then_query_from_other_directories(tmp_path, cli_env, inbox):
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
     second.mkdir()
-    built = dbt_cli(
-        [
-            "build",
-            "--select",
-            "resource_type:seed",
-            "resource_type:model",
-            "--exclude",
-            "path:python_models",
-        ],
-        cwd=first,
-        env=cli_env,
-    )
+    add_sample_batch(inbox, 1)
+    built = build(inbox, cwd=first, env=cli_env)
     assert built.returncode == 0, built.stdout[-3000:]
     assert "analytics.dim_device_models" in built.stdout
+    assert "lnd_app_attributes_pivots_keys_into_columns" in built.stdout  # the unit test ran
 
     shown = dbt_cli(
         [
@@ -88,6 +98,36 @@ def test_build_then_query_from_other_directories(tmp_path, cli_env):
     assert (state / "warehouse" / "analytics.db" / "dim_device_models").is_dir()
     assert (state / "metastore_db").is_dir()
     assert not (first / "metastore_db").exists() and not (first / "spark-warehouse").exists()
+
+
+def test_new_batch_adds_pivot_columns(tmp_path, cli_env, inbox):
+    """app_attributes' second batch brings new keys: lnd_app_attributes gains their
+    columns incrementally, typed, and the first batch's rows hold NULL there."""
+    before = _query(cli_env, tmp_path, "select * from analytics.lnd_app_attributes limit 1")
+    assert {"city", "app_version"} <= set(before[0]) and "theme" not in before[0]
+    add_sample_batch(inbox, 2)
+    built = build(inbox, cwd=tmp_path, env=cli_env)
+    assert built.returncode == 0, built.stdout[-3000:]
+    rows = _query(
+        cli_env,
+        tmp_path,
+        "select _batch_id, count(*) as n, count(theme) as themes, "
+        "max(typeof(storage_used_gb)) as gb_type "
+        "from analytics.lnd_app_attributes group by _batch_id order by _batch_id",
+    )
+    assert [row["themes"] for row in rows][0] == 0 and rows[1]["themes"] > 0
+    assert rows[1]["gb_type"] == "double"
+    assert all(row["n"] > 0 for row in rows)
+
+
+def _query(env: dict[str, str], cwd: Path, sql: str) -> list[dict]:
+    shown = dbt_cli(
+        ["show", "--inline", sql, "--limit", "-1", "--output", "json", "--log-format", "json"],
+        cwd=cwd,
+        env=env,
+    )
+    assert shown.returncode == 0, shown.stdout[-3000:]
+    return _show_rows(shown.stdout)
 
 
 def _show_rows(stdout: str) -> list[dict]:
@@ -132,4 +172,5 @@ def test_pivot_model_renders_without_a_warehouse(tmp_path, cli_env):
     assert renders[0].returncode == 0, renders[0].stderr[-2000:]
     assert renders[0].stdout == renders[1].stdout
     for key in ("app_version", "city", "state"):
-        assert f"pivot_rows.`record_key` = '{key}' then pivot_rows.`record_value`" in renders[0].stdout
+        case = f"pivot_rows.`record_key` = '{key}' then pivot_rows.`record_value`"
+        assert case in renders[0].stdout
