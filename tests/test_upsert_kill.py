@@ -21,11 +21,23 @@ PARTITIONS, ROWS = 24, 1200  # enough partitions to kill mid-swap
 
 UPSERT_SCRIPT = textwrap.dedent(
     """
-    import sys
+    import os, signal, sys
     from pyspark.sql.connect.session import SparkSession
     from dynamic_ddl.upsert.protocol import UpsertSpec, upsert
 
     url, table, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    # Optional: SIGKILL this process right after its n-th partition swap.
+    kill_after_swaps = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    swaps = 0
+
+    def sql(statement):
+        global swaps
+        result = spark.sql(statement).collect()
+        swaps += " set location " in statement.lower()
+        if swaps == kill_after_swaps:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
     spark = SparkSession.builder.remote(url).create()
     spark.range({rows}).selectExpr(
         "concat('d', cast(id % {partitions} as string)) as day",
@@ -34,7 +46,7 @@ UPSERT_SCRIPT = textwrap.dedent(
         f"cast({{version}} as bigint) as log_ts",
     ).createOrReplaceTempView("batch")
     spec = UpsertSpec(table, ("device",), "log_ts", ("day",))
-    upsert(lambda statement: spark.sql(statement).collect(), spec, "batch")
+    upsert(sql, spec, "batch")
     """
 ).format(rows=ROWS, partitions=PARTITIONS)
 
@@ -50,8 +62,9 @@ def connect(thrift_server):
     session.stop()
 
 
-def _start(url: str, table: str, version: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", UPSERT_SCRIPT, url, table, str(version)])
+def _start(url: str, table: str, version: int, *kill_after_swaps: int) -> subprocess.Popen:
+    arguments = [url, table, str(version), *map(str, kill_after_swaps)]
+    return subprocess.Popen([sys.executable, "-c", UPSERT_SCRIPT, *arguments])
 
 
 def _data(connect, table: str) -> list[tuple]:
@@ -65,22 +78,6 @@ def _latest_commit(connect) -> str:
     return connect.sql(
         f"select max(commit_id) from {SCHEMA}.upsert_commits where table_name = 'killed'"
     ).first()[0]
-
-
-def _kill_once_pending(connect, process: subprocess.Popen, after: str) -> bool:
-    """SIGKILL the process as soon as it logs a commit as pending (mid-swap)."""
-    while process.poll() is None:
-        connect.sql(f"refresh table {SCHEMA}.upsert_commits")  # see the newest log files
-        pending = connect.sql(
-            f"select 1 from {SCHEMA}.upsert_commits where table_name = 'killed'"
-            f" and action = 'pending' and commit_id > '{after}'"
-        ).collect()
-        if pending:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=60)
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _assert_whole(connect, table: str) -> None:
@@ -102,9 +99,16 @@ def test_kill_9_during_a_commit_then_rerun_converges(connect, thrift_server):
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=60)
     _assert_whole(connect, killed)
-    # ... and while swapping partitions (logged pending, not yet committed).
+    # ... and while swapping partitions: half swapped, logged pending, not committed.
     before = _latest_commit(connect)
-    assert _kill_once_pending(connect, _start(url, killed, 2), before)
+    swapping = _start(url, killed, 2, PARTITIONS // 2)
+    assert swapping.wait(timeout=300) == -signal.SIGKILL
+    connect.sql(f"refresh table {SCHEMA}.upsert_commits")
+    actions = connect.sql(
+        f"select action from {SCHEMA}.upsert_commits"
+        f" where table_name = 'killed' and commit_id > '{before}'"
+    ).collect()
+    assert [r[0] for r in actions] == ["pending"]
     _assert_whole(connect, killed)
     states = connect.sql(f"select distinct state from {killed}").collect()
     assert {r[0] for r in states} <= {"v1", "v2"}
