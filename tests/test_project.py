@@ -118,6 +118,11 @@ def test_new_batch_adds_pivot_columns(tmp_path, cli_env, inbox):
     assert [row["themes"] for row in rows][0] == 0 and rows[1]["themes"] > 0
     assert rows[1]["gb_type"] == "double"
     assert all(row["n"] > 0 for row in rows)
+    # ... and reach production: the user profiles pick the new attributes up.
+    (users,) = _query(
+        cli_env, tmp_path, "select count(*) as n, count(theme) as themes from analytics.dim_users"
+    )
+    assert 0 < users["themes"] <= users["n"]
 
 
 def _query(env: dict[str, str], cwd: Path, sql: str) -> list[dict]:

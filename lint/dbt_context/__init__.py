@@ -22,6 +22,11 @@ def local_md5(value: str) -> str:
     return _hashlib.md5(value.encode("utf-8")).hexdigest()
 
 
+def env_var(name: str, default: str | None = None) -> str:
+    """dbt's env_var: the default stands in for the environment."""
+    return default if default is not None else ""
+
+
 def _project_macro(name: str):
     """The macro `name` as sqlfluff loaded it (wrapped, so `return()` works),
     looked up in the globals of the calling template."""

@@ -1,0 +1,25 @@
+{#
+    A column of a relation if the relation has it yet, else a typed NULL: for
+    attributes a provider adds later (they reach raw and landing as new
+    columns), so a model can name them before the first batch that has them.
+    Without `execute` (parse, lint) the column itself.
+
+    Example:
+        {{ column_or_null(ref('raw_device_events'), 'data_network_type', 'string', 'raw_events') }}
+
+    Arguments:
+        relation: the relation to look the column up in, required
+        column: the column's name, required
+        data_type: its Spark type, for the NULL and the cast, required
+        alias: how the model refers to the relation, default the relation itself
+#}
+{% macro column_or_null(relation, column, data_type, alias=none) -%}
+    {%- set reference = (alias or relation) ~ '.' ~ adapter.quote(column) -%}
+    {%- if execute -%}
+        {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+        {%- if column | lower not in names -%}
+            {{- return('cast(null as ' ~ data_type ~ ')') -}}
+        {%- endif -%}
+    {%- endif -%}
+    {{- return('cast(' ~ reference ~ ' as ' ~ data_type ~ ')') -}}
+{%- endmacro %}

@@ -1,0 +1,55 @@
+{{ config(
+    incremental_strategy='upsert',
+    unique_key='event_id',
+    ordering_field='_batch_id',
+    partition_by=['event_date'],
+    on_schema_change='append_new_columns'
+) }}
+
+{%- set raw = ref('raw_device_events') %}
+
+with
+
+raw_events as (
+
+    select * from {{ raw }}
+
+    where {{ unseen_batches() }}
+
+),
+
+typed as (
+
+    select
+        raw_events.data_event_id as event_id,
+        raw_events.data_event_type as event_type,
+        raw_events.data_device_serial as serial,
+        raw_events.data_device_model as device_model,
+        raw_events.data_device_firmware as firmware,
+        raw_events.data_country as country,
+        cast(raw_events.data_record_id as string) as user_id,
+        raw_events.data_record_email as email,
+        raw_events.data_ip as ip_address,
+        cast(raw_events.data_device_battery_level_pct as int) as battery_level_pct,
+        cast(raw_events.data_device_battery_temperature_c as double) as battery_temperature_c,
+        cast(raw_events.data_device_battery_charging as boolean) as battery_charging,
+        {{ column_or_null(raw, 'data_device_battery_cycle_count', 'int', 'raw_events') }} as battery_cycle_count,
+        {{ column_or_null(raw, 'data_network_type', 'string', 'raw_events') }} as network_type,
+        try_to_timestamp(raw_events.data_log_ts) as logged_at,
+        cast(try_to_timestamp(raw_events.data_log_ts) as date) as event_date,
+        raw_events._batch_id
+
+    from raw_events
+
+),
+
+placed as (
+
+    {#- An event without an id or a valid time cannot be placed; raw keeps it. #}
+    select * from typed
+
+    where event_id is not null and event_date is not null
+
+)
+
+select * from placed
