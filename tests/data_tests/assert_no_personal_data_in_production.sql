@@ -7,6 +7,9 @@
 -- depends_on: {{ ref('dim_devices') }}
 -- depends_on: {{ ref('fct_daily_active_devices') }}
 -- depends_on: {{ ref('dim_device_models') }}
+-- depends_on: {{ ref('fct_media_daily') }}
+-- depends_on: {{ ref('fct_firmware_adoption') }}
+-- depends_on: {{ ref('agg_battery_health') }}
 
 with
 
