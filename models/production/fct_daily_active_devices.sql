@@ -9,21 +9,10 @@
 
 with
 
-changed_days as (
-
-    {#- The days with events changed since this model's last run: only they are recomputed. #}
-    select distinct event_date
-    from {{ ref('lnd_device_events') }}
-    where {{ changed_since(ref('lnd_device_events'), column='_source_commit_id') }}
-
-),
-
 events as (
 
-    select lnd_device_events.*
-    from {{ ref('lnd_device_events') }} as lnd_device_events
-    inner join changed_days
-        on lnd_device_events.event_date = changed_days.event_date
+    {#- Every row of the days changed since this model's last run: only they are recomputed. #}
+    {{ rows_of_changed_days(ref('lnd_device_events')) }}
 
 ),
 

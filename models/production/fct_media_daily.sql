@@ -9,21 +9,10 @@
 
 with
 
-changed_days as (
-
-    {#- The days with media changed since this model's last run: only they are recomputed. #}
-    select distinct event_date
-    from {{ ref('lnd_media') }}
-    where {{ changed_since(ref('lnd_media'), column='_source_commit_id') }}
-
-),
-
 media as (
 
-    select lnd_media.*
-    from {{ ref('lnd_media') }} as lnd_media
-    inner join changed_days
-        on lnd_media.event_date = changed_days.event_date
+    {#- Every row of the days changed since this model's last run: only they are recomputed. #}
+    {{ rows_of_changed_days(ref('lnd_media')) }}
 
 ),
 
