@@ -70,17 +70,17 @@
             relation, key_column, where, allow, deny, default_keys) -%}
     {%- endif -%}
     {%- set existing = dynamic_ddl.existing_pivot_columns(group_by, carry) -%}
-    {%- set plan = dynamic_ddl.pivot_plan(
+    {%- set columns = dynamic_ddl.pivot_plan(
         keys, existing, group_by, carry, types, prefix, max_columns, allow, deny) -%}
     {%- set key = adapter.quote(key_column) -%}
     {%- set value = adapter.quote(value_column) -%}
-    {%- set fed = plan.columns | rejectattr('key', 'none') | list -%}
+    {%- set fed = columns | rejectattr('key', 'none') | list -%}
     {%- set kept_out = (fed | map(attribute='key') | list) + (deny or []) %}
     select
         {%- for column in group_by + carry %}
         pivoted.{{ adapter.quote(column) }},
         {%- endfor %}
-        {%- for column in plan.columns %}
+        {%- for column in columns %}
         {%- if column.key is none %}
         cast(null as {{ column.type }}) as {{ adapter.quote(column.name) }},
         {%- elif column.type == 'string' %}
@@ -171,17 +171,12 @@
         {%- endif -%}
         {%- do seen.update({item.name: item.key}) -%}
         {%- set type = dynamic_ddl.pivot_type(types.get(item.key, 'string')) -%}
-        {%- if item.name in by_name -%}
-            {%- do by_name.update({item.name: {'key': item.key, 'name': item.name, 'type': type}}) -%}
-        {%- elif by_name | length < max_columns and (allow is none or item.key in allow) -%}
+        {%- set admitted = by_name | length < max_columns and (allow is none or item.key in allow) -%}
+        {%- if item.name in by_name or admitted -%}
             {%- do by_name.update({item.name: {'key': item.key, 'name': item.name, 'type': type}}) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- set columns = [] -%}
-    {%- for name in by_name | sort(case_sensitive=true) -%}
-        {%- do columns.append(by_name[name]) -%}
-    {%- endfor -%}
-    {{ return({'columns': columns}) }}
+    {{ return(by_name | dictsort(case_sensitive=true) | map(attribute=1) | list) }}
 {%- endmacro %}
 
 
