@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -26,15 +25,15 @@ UPSERT_SCRIPT = textwrap.dedent(
     from dynamic_ddl.upsert.protocol import UpsertSpec, upsert
 
     url, table, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    # Optional: SIGKILL this process right after its n-th partition swap.
-    kill_after_swaps = int(sys.argv[4]) if len(sys.argv) > 4 else None
-    swaps = 0
+    # Optional: SIGKILL this process right after the n-th statement containing `marker`.
+    marker, kill_after = (sys.argv[4], int(sys.argv[5])) if len(sys.argv) > 5 else ("", 0)
+    seen = 0
 
     def sql(statement):
-        global swaps
+        global seen
         result = spark.sql(statement).collect()
-        swaps += " set location " in statement.lower()
-        if swaps == kill_after_swaps:
+        seen += bool(marker) and marker in statement.lower()
+        if kill_after and seen == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
@@ -62,8 +61,10 @@ def connect(thrift_server):
     session.stop()
 
 
-def _start(url: str, table: str, version: int, *kill_after_swaps: int) -> subprocess.Popen:
-    arguments = [url, table, str(version), *map(str, kill_after_swaps)]
+def _start(url: str, table: str, version: int, *kill_at: str | int) -> subprocess.Popen:
+    """Upsert `version` into `table`; kill_at = (marker, n) kills after the n-th statement
+    containing marker, an exact moment whatever the machine's speed."""
+    arguments = [url, table, str(version), *map(str, kill_at)]
     return subprocess.Popen([sys.executable, "-c", UPSERT_SCRIPT, *arguments])
 
 
@@ -93,15 +94,14 @@ def test_kill_9_during_a_commit_then_rerun_converges(connect, thrift_server):
     assert _start(url, f"{SCHEMA}.clean", 2).wait(timeout=300) == 0
     killed = f"{SCHEMA}.killed"
 
-    # Killed while merging and writing (before the commit is logged) ...
-    process = _start(url, killed, 2)
-    time.sleep(4)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=60)
-    _assert_whole(connect, killed)
-    # ... and while swapping partitions: half swapped, logged pending, not committed.
+    # Killed after writing the new versions, before the commit is logged ...
     before = _latest_commit(connect)
-    swapping = _start(url, killed, 2, PARTITIONS // 2)
+    writing = _start(url, killed, 2, f"insert into {killed}__versions", 1)
+    assert writing.wait(timeout=300) == -signal.SIGKILL
+    _assert_whole(connect, killed)
+    assert _latest_commit(connect) == before
+    # ... and while swapping partitions: half swapped, logged pending, not committed.
+    swapping = _start(url, killed, 2, " set location ", PARTITIONS // 2)
     assert swapping.wait(timeout=300) == -signal.SIGKILL
     connect.sql(f"refresh table {SCHEMA}.upsert_commits")
     actions = connect.sql(
