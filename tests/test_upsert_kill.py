@@ -7,7 +7,6 @@ Spark Connect server (one metastore, as in production), killed with SIGKILL.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

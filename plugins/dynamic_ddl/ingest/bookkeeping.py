@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dynamic_ddl.ingest.ledger import LedgerEntry
+from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.tables import aligned
 from dynamic_ddl.schema.registry import RegistryEntry
 
@@ -148,7 +149,7 @@ def _overwrite_topic(
     if not rows:
         spark.sql(f"alter table {table} drop if exists partition (topic = '{topic}')")
         return
-    spark.createDataFrame(rows, schema).write.insertInto(table, overwrite=True)
+    local_dataframe(spark, rows, schema).write.insertInto(table, overwrite=True)
 
 
 def write_quarantine(

@@ -46,6 +46,7 @@ from dynamic_ddl.ingest.ledger import (
     scan_inbox,
 )
 from dynamic_ddl.ingest.lines import number_rejected_lines
+from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import (
     RECORD,
     REJECT_REASON,
@@ -257,7 +258,7 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
         ingest_batch(spark, settings, batch) for batch in batches_to_ingest(spark, settings)
     ]
     rows = [tuple(vars(summary).values()) for summary in summaries]
-    return spark.createDataFrame(rows, SUMMARY_COLUMNS)
+    return local_dataframe(spark, rows, SUMMARY_COLUMNS)
 
 
 def batches_to_ingest(spark: SparkSession, settings: IngestSettings) -> list[Batch]:
@@ -433,8 +434,8 @@ def _quarantine(
 
 
 def _no_lines(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame(
-        [], f"_source_file string, _line_number bigint, line string, {REJECT_REASON} string"
+    return local_dataframe(
+        spark, [], f"_source_file string, _line_number bigint, line string, {REJECT_REASON} string"
     )
 
 
