@@ -1,7 +1,11 @@
 {#
-    Print the tables a run built and their row counts (on-run-end hook).
-    Off unless `--vars '{print_summary: true}'` (make run sets it), so tests
-    and ad-hoc runs do not pay for the counts.
+    Print a compact summary of the run (on-run-end hook): tables and rows
+    per layer, the columns raw ingestion discovered this run, and the lines
+    it quarantined. Off unless `--vars '{print_summary: true}'` (make run
+    sets it), so tests and ad-hoc runs do not pay for the counts.
+
+    "This run" means the batches that started after dbt did: batch ids
+    begin with their UTC start time (dynamic_ddl.ingest.ledger.new_batch_id).
 
     Example:
         on-run-end: ["{{ print_run_summary(results) }}"]
@@ -11,7 +15,7 @@
 #}
 {% macro print_run_summary(results) %}
     {%- if execute and var('print_summary', false) -%}
-        {%- set lines = [] -%}
+        {%- set layers = {} -%}
         {%- for result in results
             if result.node.resource_type in ['model', 'seed'] and result.status == 'success' -%}
             {%- set relation = adapter.get_relation(
@@ -21,11 +25,56 @@
             ) -%}
             {%- if relation is not none -%}
                 {%- set row_count = run_query('select count(*) from ' ~ relation).columns[0].values()[0] -%}
-                {%- set label = (relation ~ ' ').ljust(56, '.') -%}
-                {%- do lines.append('  ' ~ label ~ ' ' ~ '{:>12,}'.format(row_count) ~ ' rows') -%}
+                {%- set layer = result.node.fqn[1] if result.node.fqn | length > 2 else 'seeds' -%}
+                {%- do layers.setdefault(layer, []).append((relation.identifier, row_count)) -%}
+                {%- do log('  ' ~ relation ~ ': ' ~ row_count ~ ' rows') -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- do log('Tables built this run (' ~ (lines | length) ~ '):\n' ~ (lines | join('\n')), info=True) -%}
+        {%- set order = ['seeds', 'raw', 'landing', 'production'] -%}
+        {%- set lines = ['Run summary (schema ' ~ target.schema ~ '):'] -%}
+        {%- for layer in order + (layers.keys() | reject('in', order) | sort) if layer in layers -%}
+            {%- set total = layers[layer] | map(attribute=1) | sum -%}
+            {%- do lines.append('  {:<11} {:>3} tables {:>12,} rows'.format(layer, layers[layer] | length, total)) -%}
+        {%- endfor -%}
+        {%- do lines.extend(dynamic_ddl.ingestion_summary_lines(target.schema)) -%}
+        {%- do log(lines | join('\n'), info=True) -%}
     {%- endif -%}
     select 1
+{% endmacro %}
+
+
+{#
+    The summary's lines on raw ingestion this run: columns the schema
+    registry first saw, and lines sent to quarantine, per table or topic.
+
+    Arguments:
+        schema: the schema holding raw_schema_registry and raw_quarantine, required
+#}
+{% macro ingestion_summary_lines(schema) %}
+    {%- set since = run_started_at.strftime('%Y%m%dT%H%M%SZ') -%}
+    {#- The on-run-start hook creates both tables, outside dbt's relation cache. #}
+    {%- set registry = api.Relation.create(schema=schema, identifier='raw_schema_registry') -%}
+    {%- set quarantine = api.Relation.create(schema=schema, identifier='raw_quarantine') -%}
+    {%- set discovered = dynamic_ddl.summary_count_line(
+        'columns discovered this run',
+        'select table_name, count(*) from ' ~ registry
+        ~ " where first_seen_batch >= '" ~ since ~ "' group by 1 order by 1"
+    ) -%}
+    {%- set quarantined = dynamic_ddl.summary_count_line(
+        'lines quarantined this run',
+        'select topic, count(*) from ' ~ quarantine
+        ~ " where batch_id >= '" ~ since ~ "' group by 1 order by 1",
+        ' in ' ~ quarantine
+    ) -%}
+    {{ return([discovered, quarantined]) }}
+{% endmacro %}
+
+
+{#-- "  <label>: <total> (<name> <count>, ...)<where>" from a query of (name, count) rows. --#}
+{% macro summary_count_line(label, query, where='') %}
+    {%- set rows = run_query(query).rows -%}
+    {%- set parts = [] -%}
+    {%- for row in rows -%}{%- do parts.append(row[0] ~ ' ' ~ row[1]) -%}{%- endfor -%}
+    {%- set detail = (' (' ~ parts | join(', ') ~ ')' ~ where) if parts else '' -%}
+    {{ return('  ' ~ label ~ ': ' ~ (rows | map(attribute=1) | sum) ~ detail) }}
 {% endmacro %}
