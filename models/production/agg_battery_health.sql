@@ -16,10 +16,11 @@ by_model as (
         count(distinct readings.serial) as device_count,
         avg(readings.battery_level_pct) as avg_level_pct,
         avg(readings.battery_temperature_c) as avg_temperature_c,
-        avg(case when readings.battery_level_pct < 20 then 1.0 else 0.0 end) as low_battery_share,
-        avg(case when readings.battery_temperature_c >= 45 then 1.0 else 0.0 end) as hot_battery_share,
-        avg(case when readings.battery_charging then 1.0 else 0.0 end) as charging_share,
-        max(readings.battery_cycle_count) as max_cycle_count
+        avg(case when readings.battery_level_pct < 20 then 1 else 0 end) as low_battery_share,
+        avg(case when readings.battery_temperature_c >= 45 then 1 else 0 end) as hot_battery_share,
+        avg(case when readings.battery_charging then 1 else 0 end) as charging_share,
+        {#- Typed here: raw widens the column when a provider sends bigger counts. #}
+        cast(max(readings.battery_cycle_count) as bigint) as max_cycle_count
 
     from readings
 

@@ -8,7 +8,8 @@
       (a Python model may run in another session, which cannot see temp views);
       it is dropped after the merge.
     - The `upsert` strategy (upsert.sql) commits every build, the first one
-      too, through the copy-on-write protocol.
+      too, through the copy-on-write protocol, and checks an enforced
+      contract on every run.
 #}
 {% materialization incremental, adapter='dynamic_spark', supported_languages=['sql', 'python'] -%}
     {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -37,6 +38,10 @@
     {%- endif -%}
 
     {{ run_hooks(pre_hooks) }}
+
+    {%- if language == 'sql' and config.get('contract').enforced and strategy == 'upsert' -%}
+        {% do dynamic_spark_assert_upsert_contract(compiled_code) %}
+    {%- endif -%}
 
     {%- set rebuild = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {%- if strategy == 'upsert' and rebuild and existing_relation is not none -%}

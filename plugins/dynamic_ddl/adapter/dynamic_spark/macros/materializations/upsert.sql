@@ -56,3 +56,20 @@
     } -%}
     {%- do return(adapter.upsert_into(source, target, options)) -%}
 {% endmacro %}
+
+
+{#
+    Check an upsert model's enforced contract against its SQL, on every run.
+
+    dbt-spark checks a contract only when it creates a table from the SQL;
+    an upsert merges from a temporary view instead. The contract describes
+    the table, so it lists the two columns each commit adds (_commit_id,
+    _commit_ts) besides the model's own.
+#}
+{% macro dynamic_spark_assert_upsert_contract(sql) %}
+    {%- set with_lineage -%}
+        select *, cast(null as string) as _commit_id, cast(null as timestamp) as _commit_ts
+        from ({{ sql }}) as model_rows
+    {%- endset -%}
+    {%- do assert_columns_equivalent(with_lineage) -%}
+{% endmacro %}
