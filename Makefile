@@ -14,7 +14,7 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 DBT := $(BIN)/dbt
 
-.PHONY: help setup data run build docs test lint bench thrift-up thrift-down thrift-status clean
+.PHONY: help setup data run build docs test lint bench thrift-up thrift-down thrift-status cluster-up cluster-down clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -58,6 +58,12 @@ thrift-down: ## Stop the local Thrift + Spark Connect server (only the recorded 
 
 thrift-status: ## Is the local Thrift + Spark Connect server running? (exit 3 if not)
 	$(BIN)/python -m dynamic_ddl.server status
+
+cluster-up: setup ## Start a Spark standalone master (7077) and 2 workers; then SPARK_MASTER=spark://127.0.0.1:7077 make thrift-up
+	$(BIN)/python -m dynamic_ddl.server.standalone up
+
+cluster-down: ## Stop the standalone master and workers (only the recorded pids)
+	$(BIN)/python -m dynamic_ddl.server.standalone down
 
 bench: setup ## Benchmarks: print the figures and write docs/benchmarks.md
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,bench]'

@@ -1,4 +1,11 @@
-"""The project as a user runs it: the dbt CLI, from another directory, on the embedded target."""
+"""The project as a user runs it: the dbt CLI, from another directory, on three engines.
+
+The embedded `session` target (what `make run` uses), the `thrift` target against a
+Thrift + Connect server on local[2] (as `make thrift-up` starts it), and the same
+server submitting to a Spark standalone cluster (a master and two workers). All three
+build the same sample batch into the same production rows. A second batch then flows
+through incrementally on the Thrift server.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, free_port
 
 DBT = Path(sys.executable).with_name("dbt")
 
@@ -45,8 +52,10 @@ def cli_env(tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def inbox(tmp_path_factory) -> Path:
-    """Sample JSON for the project's raw models (small: 400 device events per batch)."""
-    return tmp_path_factory.mktemp("inbox")
+    """Sample JSON for the project's raw models: batch 1 (400 device events) to start."""
+    folder = tmp_path_factory.mktemp("inbox")
+    add_sample_batch(folder, 1)
+    return folder
 
 
 def add_sample_batch(inbox: Path, batch: int) -> None:
@@ -58,38 +67,53 @@ def add_sample_batch(inbox: Path, batch: int) -> None:
     )
 
 
-def build(inbox: Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return dbt_cli(["build", "--vars", json.dumps({"inbox_dir": str(inbox)})], cwd=cwd, env=env)
-
-
-def test_build_then_query_from_other_directories(tmp_path, cli_env, inbox):
-    first, second = tmp_path / "a", tmp_path / "b"
-    first.mkdir()
-    second.mkdir()
-    add_sample_batch(inbox, 1)
-    built = build(inbox, cwd=first, env=cli_env)
-    assert built.returncode == 0, built.stdout[-3000:]
-    assert "analytics.dim_device_models" in built.stdout
-    assert "lnd_app_attributes_pivots_keys_into_columns" in built.stdout  # the unit test ran
-
-    shown = dbt_cli(
-        [
-            "show",
-            "--inline",
-            "select model_code, latest_firmware_version, firmware_release_count "
-            "from analytics.dim_device_models order by model_code",
-            "--limit",
-            "-1",
-            "--output",
-            "json",
-            "--log-format",
-            "json",
-        ],
-        cwd=second,
-        env=cli_env,
+def build(inbox: Path, cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return dbt_cli(
+        ["build", *args, "--vars", json.dumps({"inbox_dir": str(inbox)})], cwd=cwd, env=env
     )
-    assert shown.returncode == 0, shown.stdout[-3000:]
-    rows = _show_rows(shown.stdout)
+
+
+def checksums(cwd: Path, env: dict[str, str], *args: str) -> dict[str, dict]:
+    """Row checksums of the production tables, from `dbt run-operation table_checksums`."""
+    result = dbt_cli(["run-operation", "table_checksums", *args, "--log-format", "json"], cwd, env)
+    assert result.returncode == 0, result.stdout[-3000:]
+    for line in result.stdout.splitlines():
+        message = json.loads(line).get("info", {}).get("msg", "")
+        if message.startswith("{"):
+            return json.loads(message)
+    raise AssertionError(f"table_checksums printed no JSON:\n{result.stdout[-2000:]}")
+
+
+def thrift_env(env: dict[str, str], server) -> dict[str, str]:
+    """The CLI environment for `--target thrift` against `server`, in schema `engines`."""
+    return {
+        **env,
+        "SPARK_PORT": str(server.thrift_port),
+        "DYNAMIC_DDL_CONNECT_URL": server.connect_url,
+        "DBT_SCHEMA": "engines",
+    }
+
+
+@pytest.fixture(scope="module")
+def session_build(tmp_path_factory, cli_env, inbox) -> dict:
+    """Batch 1 built on the embedded target from one directory; its production checksums."""
+    cwd = tmp_path_factory.mktemp("a")
+    built = build(inbox, cwd, cli_env)
+    assert built.returncode == 0, built.stdout[-3000:]
+    return {"stdout": built.stdout, "checksums": checksums(cwd, cli_env)}
+
+
+def test_build_then_query_from_other_directories(tmp_path, cli_env, session_build):
+    assert "analytics.dim_device_models" in session_build["stdout"]
+    assert "lnd_app_attributes_pivots_keys_into_columns" in session_build["stdout"]  # unit test
+    assert "columns discovered this run" not in session_build["stdout"]  # summary: make run only
+
+    rows = _query(
+        cli_env,
+        tmp_path,
+        "select model_code, latest_firmware_version, firmware_release_count "
+        "from analytics.dim_device_models order by model_code",
+    )
     assert len(rows) == 7
     by_model = {row["model_code"]: row for row in rows}
     assert by_model["AC12"]["latest_firmware_version"] == "3.2.0"
@@ -97,32 +121,128 @@ def test_build_then_query_from_other_directories(tmp_path, cli_env, inbox):
     state = Path(cli_env["DYNAMIC_DDL_STATE_DIR"])
     assert (state / "warehouse" / "analytics.db" / "dim_device_models").is_dir()
     assert (state / "metastore_db").is_dir()
-    assert not (first / "metastore_db").exists() and not (first / "spark-warehouse").exists()
+    assert not (tmp_path / "metastore_db").exists() and not (tmp_path / "spark-warehouse").exists()
 
 
-def test_new_batch_adds_pivot_columns(tmp_path, cli_env, inbox):
-    """app_attributes' second batch brings new keys: lnd_app_attributes gains their
-    columns incrementally, typed, and the first batch's rows hold NULL there."""
-    before = _query(cli_env, tmp_path, "select * from analytics.lnd_app_attributes limit 1")
-    assert {"city", "app_version"} <= set(before[0]) and "theme" not in before[0]
-    add_sample_batch(inbox, 2)
-    built = build(inbox, cwd=tmp_path, env=cli_env)
+@pytest.fixture(scope="module")
+def cluster_server(tmp_path_factory):
+    """A standalone cluster (master + 2 workers of 1 core) and a Thrift + Connect server
+    submitting to it; all stopped by their pids at the end."""
+    from dynamic_ddl.server import ServerConfig, start_server, stop_server
+    from dynamic_ddl.server.standalone import ClusterConfig, start_cluster, stop_cluster
+
+    state = tmp_path_factory.mktemp("cluster")
+    cluster = start_cluster(ClusterConfig(state / "cluster", master_port=free_port()))
+    try:
+        config = ServerConfig(
+            state_dir=state / "server",
+            master=cluster.master_url,
+            thrift_port=free_port(),
+            connect_port=free_port(),
+            driver_memory="2g",
+            timeout=240,
+        )
+        yield start_server(config)
+        stop_server(config.state_dir)
+    finally:
+        stop_cluster(state / "cluster")
+
+
+@pytest.fixture(scope="module")
+def thrift_build(tmp_path_factory, cli_env, inbox, thrift_server) -> dict:
+    """Batch 1 built on the Thrift server (local[2]); its production checksums."""
+    return _thrift_build(tmp_path_factory.mktemp("thrift"), cli_env, inbox, thrift_server)
+
+
+def _thrift_build(cwd: Path, cli_env: dict[str, str], inbox: Path, server) -> dict:
+    env = thrift_env(cli_env, server)
+    built = build(inbox, cwd, env, "--target", "thrift")
     assert built.returncode == 0, built.stdout[-3000:]
-    rows = _query(
-        cli_env,
-        tmp_path,
-        "select _batch_id, count(*) as n, count(theme) as themes, "
-        "max(typeof(storage_used_gb)) as gb_type "
-        "from analytics.lnd_app_attributes group by _batch_id order by _batch_id",
-    )
-    assert [row["themes"] for row in rows][0] == 0 and rows[1]["themes"] > 0
-    assert rows[1]["gb_type"] == "double"
-    assert all(row["n"] > 0 for row in rows)
-    # ... and reach production: the user profiles pick the new attributes up.
-    (users,) = _query(
-        cli_env, tmp_path, "select count(*) as n, count(theme) as themes from analytics.dim_users"
-    )
-    assert 0 < users["themes"] <= users["n"]
+    return {"stdout": built.stdout, "checksums": checksums(cwd, env, "--target", "thrift")}
+
+
+def test_three_engines_build_the_same_production_rows(
+    tmp_path, cli_env, inbox, session_build, thrift_build, cluster_server
+):
+    """The full build passes on Thrift (local[2]) and on the cluster, and every
+    production table holds the same rows as on the embedded session."""
+    expected = session_build["checksums"]
+    assert len(expected) >= 8 and all(table["rows"] > 0 for table in expected.values())
+    assert thrift_build["checksums"] == expected
+    on_cluster = _thrift_build(tmp_path, cli_env, inbox, cluster_server)
+    assert on_cluster["checksums"] == expected
+
+
+def test_second_batch_flows_through_incrementally(
+    tmp_path, cli_env, inbox, thrift_server, thrift_build
+):
+    """Batch 2 (new attributes, late updates, type changes, malformed lines) on the
+    Thrift server: new columns reach raw, landing and dim_users; the daily aggregates
+    recompute exactly the days batch 2 touched and leave every other day's files alone."""
+    from pyspark.sql.connect.session import SparkSession
+
+    spark = SparkSession.builder.remote(thrift_server.connect_url).create()
+    try:
+        daily = "engines.fct_daily_active_devices"
+        before = _files_by_day(spark, daily)
+        assert "theme" not in spark.table("engines.lnd_app_attributes").columns
+
+        add_sample_batch(inbox, 2)
+        env = thrift_env(cli_env, thrift_server)
+        built = build(inbox, tmp_path, env, "--target", "thrift")
+        assert built.returncode == 0, built.stdout[-3000:]
+        _refresh(spark, daily, "engines.lnd_device_events", "engines.lnd_app_attributes")
+        _refresh(spark, "engines.dim_users")
+
+        # New attributes become columns, typed; the first batch's rows hold NULL there.
+        per_batch = spark.sql(
+            "select _batch_id, count(*) n, count(theme) themes, "
+            "max(typeof(storage_used_gb)) gb_type from engines.lnd_app_attributes "
+            "group by _batch_id order by _batch_id"
+        ).collect()
+        assert len(per_batch) == 2 and per_batch[0].themes == 0 < per_batch[1].themes
+        assert per_batch[1].gb_type == "double"
+        users = spark.sql("select count(*) n, count(theme) themes from engines.dim_users").first()
+        assert 0 < users.themes <= users.n
+
+        # Only the days with events batch 2 changed (its run's commit) were rewritten ...
+        touched = {
+            row[0]
+            for row in spark.sql(
+                "select distinct event_date from engines.lnd_device_events where _commit_id = "
+                "(select max(_commit_id) from engines.lnd_device_events)"
+            ).collect()
+        }
+        after = _files_by_day(spark, daily)
+        assert touched and set(after) > touched  # batch 2 leaves some days alone
+        for day, files in after.items():
+            assert (files == before.get(day)) == (day not in touched), day
+        # ... and they hold what a full recompute from landing gives.
+        recomputed = spark.sql(
+            "select event_date, device_model, firmware, country, "
+            "count(distinct serial) active_devices, count(*) event_count "
+            "from engines.lnd_device_events group by 1, 2, 3, 4"
+        )
+        stored = spark.table(daily).select(*recomputed.columns)
+        assert stored.exceptAll(recomputed).count() == 0
+        assert recomputed.exceptAll(stored).count() == 0
+    finally:
+        spark.stop()
+
+
+def _refresh(spark, *tables: str) -> None:
+    for table in tables:
+        spark.sql(f"refresh table {table}")
+
+
+def _files_by_day(spark, table: str) -> dict:
+    """The data files behind each event_date of a table."""
+    spark.sql(f"refresh table {table}")
+    rows = spark.sql(f"select distinct event_date, input_file_name() from {table}").collect()
+    files: dict = {}
+    for day, file in rows:
+        files.setdefault(day, set()).add(file)
+    return files
 
 
 def _query(env: dict[str, str], cwd: Path, sql: str) -> list[dict]:

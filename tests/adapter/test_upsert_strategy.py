@@ -120,3 +120,40 @@ class TestUpsertOnSchemaChange(UpsertSuite, schema_suite.BaseIncrementalOnSchema
         results = run_dbt(["run", "--select", select], expect_pass=False)
         message = next(r.message for r in results if r.node.name == "incremental_sync_all_columns")
         assert "append_new_columns" in message and "cannot drop columns" in message
+
+
+CONTRACT_MODEL = """
+{{ config(materialized='incremental', incremental_strategy='upsert',
+          unique_key='id', ordering_field='ts') }}
+select 1 as id, cast(2 as bigint) as ts, 'a' as label
+"""
+
+
+def _contract_yml(label_type: str) -> str:
+    columns = [("id", "int"), ("ts", "bigint"), ("label", label_type)]
+    columns += [("_commit_id", "string"), ("_commit_ts", "timestamp")]
+    listed = "\n".join(f"      - {{name: {n}, data_type: {t}}}" for n, t in columns)
+    return (
+        "models:\n  - name: contracted\n    config:\n      contract: {enforced: true}\n"
+        f"    columns:\n{listed}\n"
+    )
+
+
+class TestUpsertChecksItsContractOnEveryRun:
+    """dbt-spark checks contracts only when creating a table; an upsert merges from a view."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"contracted.sql": CONTRACT_MODEL, "schema.yml": _contract_yml("string")}
+
+    def test_a_type_the_sql_does_not_give_fails_the_run(self, project):
+        run_dbt(["run"])
+        run_dbt(["run"])  # the incremental run checks it too
+        (project.project_root / "models" / "schema.yml").write_text(_contract_yml("int"))
+        result = run_dbt(["run"], expect_pass=False)
+        message = result.results[0].message
+        assert "contract" in message and "label" in message

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,6 +90,15 @@ def open_connect_session(url: str) -> Any:
     return session
 
 
+class _ConnectModeUsers:
+    """How many models run in Connect mode now: with `threads: 2` two run at once, and
+    the environment switch may only be restored when the last one ends."""
+
+    lock = threading.Lock()
+    count = 0
+    previous: str | None = None
+
+
 @contextmanager
 def connect_mode(session: Any) -> Iterator[None]:
     """Make `session` the active one, in Connect mode, while a model runs.
@@ -98,16 +108,23 @@ def connect_mode(session: Any) -> Iterator[None]:
     """
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    previous_mode = os.environ.get(CONNECT_MODE_ENV)
-    os.environ[CONNECT_MODE_ENV] = "1"
+    users = _ConnectModeUsers
+    with users.lock:
+        if users.count == 0:
+            users.previous = os.environ.get(CONNECT_MODE_ENV)
+            os.environ[CONNECT_MODE_ENV] = "1"
+        users.count += 1
     ConnectSession._set_default_and_active_session(session)
     try:
         yield
     finally:
-        if previous_mode is None:
-            os.environ.pop(CONNECT_MODE_ENV, None)
-        else:
-            os.environ[CONNECT_MODE_ENV] = previous_mode
+        with users.lock:
+            users.count -= 1
+            if users.count == 0:
+                if users.previous is None:
+                    os.environ.pop(CONNECT_MODE_ENV, None)
+                else:
+                    os.environ[CONNECT_MODE_ENV] = users.previous
 
 
 class SessionPythonJobHelper(PythonJobHelper):

@@ -26,4 +26,4 @@ def local_dataframe(spark: SparkSession, rows: Sequence[tuple], schema: str) -> 
     table = pa.Table.from_pylist(
         [dict(zip(struct.names, row, strict=True)) for row in rows], arrow_schema
     )
-    return spark.createDataFrame(table)
+    return spark.createDataFrame(table, schema=struct)  # an empty table infers nothing

@@ -23,6 +23,7 @@ A commit (see commits.py for the log):
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -222,6 +223,12 @@ def last_commit_id(sql: Sql, spec: UpsertSpec) -> str | None:
     return max(versions, default=None)
 
 
+# One schema's models share its log table. Two appends to one table at once share its
+# `_temporary` folder, and the first to finish deletes it under the other (dbt runs two
+# models at once with `threads: 2`): log writes of this process take turns.
+_LOG_WRITES = threading.Lock()
+
+
 def write_log(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
     changes = ", ".join(
         f"named_struct('path', {literal(c.path)}, 'previous', {literal(c.previous)},"
@@ -229,10 +236,11 @@ def write_log(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
         for c in entry.changes
     )
     array = f"array({changes})" if changes else f"cast(array() as {CHANGES_TYPE})"
-    sql(
-        f"insert into {spec.log} select {literal(entry.commit_id)}, {literal(entry.action)},"
-        f" {array}, current_timestamp(), {literal(spec.table_name)}"
-    )
+    with _LOG_WRITES:
+        sql(
+            f"insert into {spec.log} select {literal(entry.commit_id)}, {literal(entry.action)},"
+            f" {array}, current_timestamp(), {literal(spec.table_name)}"
+        )
 
 
 # --- creating and evolving the tables ------------------------------------------------

@@ -1,0 +1,52 @@
+{#
+    Print a row-level checksum of every table of a layer, as one line of
+    JSON: {"<table>": {"rows": n, "checksum": "<sum of row hashes>"}}.
+    Two warehouses hold the same rows exactly when their checksums match,
+    whatever the files or row order (used to compare engines).
+
+    Left out of the hash: the upsert commit columns (_commit_id, _commit_ts,
+    _source_commit_id), which name when a commit ran, not what it holds.
+    Doubles are rounded to 6 decimals first: engines that split a sum
+    differently may differ in its last bits.
+
+    Example:
+        dbt run-operation table_checksums --args '{layer: production}'
+
+    Arguments:
+        layer: the models' folder under models/ (fqn[1]), default `production`
+#}
+{% macro table_checksums(layer='production') %}
+    {%- set checksums = {} -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and node.fqn[1] == layer
+        and node.config.materialized != 'ephemeral' -%}
+        {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
+        {%- if relation is not none -%}
+            {%- set hashed = [] -%}
+            {%- for column in adapter.get_columns_in_relation(relation)
+                if column.name not in ['_commit_id', '_commit_ts', '_source_commit_id'] -%}
+                {%- do hashed.append(dynamic_ddl.checksum_expression(column)) -%}
+            {%- endfor -%}
+            {%- set query -%}
+                select count(*), cast(coalesce(sum(cast(xxhash64({{ hashed | join(', ') }}) as decimal(38, 0))), 0) as string)
+                from {{ relation }}
+            {%- endset -%}
+            {%- set row = run_query(query).rows[0] -%}
+            {%- do checksums.update({relation.identifier: {'rows': row[0], 'checksum': row[1]}}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- do log(tojson(checksums, sort_keys=true), info=True) -%}
+{% endmacro %}
+
+
+{#-- A column as it enters the row hash: doubles rounded, maps as sorted entries. --#}
+{% macro checksum_expression(column) %}
+    {%- set name = adapter.quote(column.name) -%}
+    {%- set data_type = column.dtype | lower -%}
+    {%- if data_type in ['double', 'float'] -%}
+        {{- return('round(' ~ name ~ ', 6)') -}}
+    {%- elif data_type.startswith('map<') -%}
+        {{- return('array_sort(map_entries(' ~ name ~ '))') -}}
+    {%- endif -%}
+    {{- return(name) -}}
+{% endmacro %}
