@@ -124,7 +124,7 @@ class TestUpsertOnSchemaChange(UpsertSuite, schema_suite.BaseIncrementalOnSchema
 
 CONTRACT_MODEL = """
 {{ config(materialized='incremental', incremental_strategy='upsert',
-          unique_key='id', ordering_field='ts') }}
+          unique_key='id', ordering_field='ts', on_schema_change='fail') }}
 select 1 as id, cast(2 as bigint) as ts, 'a' as label
 """
 
@@ -153,7 +153,7 @@ class TestUpsertChecksItsContractOnEveryRun:
     def test_a_type_the_sql_does_not_give_fails_the_run(self, project):
         run_dbt(["run"])
         run_dbt(["run"])  # the incremental run checks it too
-        (project.project_root / "models" / "schema.yml").write_text(_contract_yml("int"))
+        (project.project_root / "models" / "schema.yml").write_text(_contract_yml("int"), "utf-8")
         result = run_dbt(["run"], expect_pass=False)
         message = result.results[0].message
         assert "contract" in message and "label" in message
