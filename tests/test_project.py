@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,10 +68,11 @@ def add_sample_batch(inbox: Path, batch: int) -> None:
     )
 
 
-def build(inbox: Path, cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return dbt_cli(
-        ["build", *args, "--vars", json.dumps({"inbox_dir": str(inbox)})], cwd=cwd, env=env
-    )
+def build(
+    inbox: Path, cwd: Path, env: dict[str, str], *args: str, summary: bool = False
+) -> subprocess.CompletedProcess:
+    variables = {"inbox_dir": str(inbox), "print_summary": summary}
+    return dbt_cli(["build", *args, "--vars", json.dumps(variables)], cwd=cwd, env=env)
 
 
 def checksums(cwd: Path, env: dict[str, str], *args: str) -> dict[str, dict]:
@@ -228,6 +230,24 @@ def test_second_batch_flows_through_incrementally(
         assert recomputed.exceptAll(stored).count() == 0
     finally:
         spark.stop()
+
+
+def test_second_batch_on_the_embedded_target_with_the_run_summary(tmp_path, cli_env, inbox):
+    """Batch 2 on the embedded session too (make run's path: a 1 GiB driver, two models at
+    once), with make run's summary: rows per layer, new columns, quarantined lines."""
+    assert any(inbox.glob("*/*/part-b002-*.json")), "runs after the Thrift drift test"
+    built = build(inbox, tmp_path, cli_env, summary=True)
+    assert built.returncode == 0, built.stdout[-3000:]
+    summary = built.stdout[built.stdout.index("Run summary (schema analytics):") :]
+    layers = dict(
+        re.findall(r"^\s+(raw|landing|production)\s+\d+ tables\s+([\d,]+) rows", summary, re.M)
+    )
+    assert set(layers) == {"raw", "landing", "production"}
+    assert all(int(rows.replace(",", "")) > 0 for rows in layers.values())
+    discovered = re.search(r"columns discovered this run: (\d+) \((.*)\)", summary)
+    assert discovered and int(discovered[1]) > 0 and "raw_device_events" in discovered[2]
+    quarantined = re.search(r"lines quarantined this run: (\d+) \(", summary)
+    assert quarantined and int(quarantined[1]) > 0
 
 
 def _refresh(spark, *tables: str) -> None:
