@@ -175,6 +175,16 @@ def test_three_engines_build_the_same_production_rows(
     assert on_cluster["checksums"] == expected
 
 
+def test_raw_inputs_are_fresh_after_a_build(tmp_path, cli_env, thrift_server, thrift_build):
+    """Freshness is configured on the raw inputs (file ledger, media child table) and
+    passes right after ingestion."""
+    env = thrift_env(cli_env, thrift_server)
+    result = dbt_cli(["source", "freshness", "--target", "thrift"], tmp_path, env)
+    assert result.returncode == 0, result.stdout[-3000:]
+    for source in ("ingestion.raw_file_ledger", "ingestion.raw_device_events__data_media"):
+        assert re.search(rf"PASS freshness of {re.escape(source)}\b", result.stdout), source
+
+
 def test_second_batch_flows_through_incrementally(
     tmp_path, cli_env, inbox, thrift_server, thrift_build
 ):
