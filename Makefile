@@ -14,7 +14,7 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 DBT := $(BIN)/dbt
 
-.PHONY: help setup data run build docs test lint bench thrift-up thrift-down thrift-status cluster-up cluster-down clean
+.PHONY: help setup data run build docs test lint bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -41,6 +41,11 @@ build: setup ## dbt build only (TARGET=session|thrift)
 
 docs: setup ## Generate the static dbt docs site into target/
 	$(DBT) docs generate --static --target $(TARGET)
+
+DOCS_PORT ?= 8080
+docs-serve: docs ## Serve the docs site on http://127.0.0.1:$(DOCS_PORT) (Ctrl-C stops it)
+	@echo "Docs: http://127.0.0.1:$(DOCS_PORT)/static_index.html"
+	$(BIN)/python -m http.server $(DOCS_PORT) --bind 127.0.0.1 --directory target
 
 test: setup lint ## The full test suite (lint, then pytest on a real Spark)
 	$(BIN)/pytest
