@@ -1,8 +1,9 @@
 {#
     Print a row-level checksum of every table of a layer, as one line of
     JSON: {"<table>": {"rows": n, "checksum": "<sum of row hashes>"}}.
-    Two warehouses hold the same rows exactly when their checksums match,
-    whatever the files or row order (used to compare engines).
+    Sums of row hashes do not depend on files or row order, so equal
+    checksums mean the same rows, up to hash collisions and the rounding
+    below (used to compare engines).
 
     Left out of the hash: the upsert commit columns (_commit_id, _commit_ts,
     _source_commit_id), which name when a commit ran, not what it holds.

@@ -412,6 +412,25 @@ def wait_until_ready(
         time.sleep(0.25)
 
 
+def spawn_detached(
+    command: list[str], log_file: Path, env: dict[str, str], cwd: Path
+) -> subprocess.Popen:
+    """Start `command` as the leader of a new process group (stopped as one by `terminate`),
+    its output in `log_file`; kept in _CHILDREN so it is reaped."""
+    with open(log_file, "wb") as log:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    _CHILDREN[proc.pid] = proc
+    return proc
+
+
 def _failure(message: str, log_file: Path) -> ServerError:
     tail = log_tail(log_file, 20) or "(empty)"
     return ServerError(f"{message}. See {log_file}; its last lines:\n{tail}")
@@ -467,17 +486,7 @@ def start_server(config: ServerConfig) -> ServerInfo:
             log_file.replace(log_file.with_name(LOG_FILE + ".1"))
         command = build_command(config, home)
         started = time.monotonic()
-        with open(log_file, "wb") as log:
-            proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=state_dir,
-                start_new_session=True,
-            )
-        _CHILDREN[proc.pid] = proc
+        proc = spawn_detached(command, log_file, env, state_dir)
         info = ServerInfo(
             pid=proc.pid,
             host=HOST,

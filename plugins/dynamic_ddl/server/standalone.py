@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from dynamic_ddl.server.local_server import (
-    _CHILDREN,
     HOST,
     ServerError,
     _state_lock,
@@ -30,6 +28,7 @@ from dynamic_ddl.server.local_server import (
     port_free,
     port_open,
     spark_home,
+    spawn_detached,
     terminate,
 )
 
@@ -101,21 +100,6 @@ def registered_workers(master_log: Path) -> int:
         return 0
 
 
-def _spawn(command: list[str], log_file: Path, env: dict[str, str], cwd: Path) -> int:
-    with open(log_file, "wb") as log:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    _CHILDREN[process.pid] = process  # reaped when stopped
-    return process.pid
-
-
 def _wait(ready, pids: list[int], what: str, log_file: Path, deadline: float) -> None:
     """Poll `ready()` until true; ServerError naming the log if a process died or time is up."""
     while not ready():
@@ -150,12 +134,14 @@ def start_cluster(config: ClusterConfig) -> ClusterInfo:
     with _state_lock(state_dir):
         try:
             master_log = state_dir / "master.log"
-            pids.append(_spawn(master_command(home, config), master_log, env, state_dir))
+            master = spawn_detached(master_command(home, config), master_log, env, state_dir)
+            pids.append(master.pid)
             _record(state_dir, master_url, pids)
             _wait(lambda: port_open(config.master_port), pids, "master", master_log, deadline)
             for index in range(1, config.workers + 1):
                 command = worker_command(home, config, index, master_url)
-                pids.append(_spawn(command, state_dir / f"worker-{index}.log", env, state_dir))
+                log_file = state_dir / f"worker-{index}.log"
+                pids.append(spawn_detached(command, log_file, env, state_dir).pid)
                 _record(state_dir, master_url, pids)
             everyone = lambda: registered_workers(master_log) >= config.workers  # noqa: E731
             _wait(everyone, pids, "workers", master_log, deadline)
