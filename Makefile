@@ -14,13 +14,19 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 DBT := $(BIN)/dbt
 
-.PHONY: help setup data run build docs test lint bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
+.PHONY: help setup data run build docs test lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
 
 $(SETUP_STAMP): pyproject.toml constraints.txt scripts/setup.sh
 	@PYTHON=$(PYTHON) scripts/setup.sh
+
+# Chromium + chromedriver for the docs-site test (apt when root), checked once.
+BROWSER_STAMP := $(VENV)/.browser-done
+$(BROWSER_STAMP): scripts/setup.sh | $(SETUP_STAMP)
+	@scripts/setup.sh browser
+	@touch $@
 
 setup: $(SETUP_STAMP) ## Check Java 17+, create .venv, install pinned packages (skipped when done)
 
@@ -47,11 +53,17 @@ docs-serve: docs ## Serve the docs site on http://127.0.0.1:$(DOCS_PORT) (Ctrl-C
 	@echo "Docs: http://127.0.0.1:$(DOCS_PORT)/static_index.html"
 	$(BIN)/python -m http.server $(DOCS_PORT) --bind 127.0.0.1 --directory target
 
-test: setup lint ## The full test suite (lint, then pytest on a real Spark)
+test: setup $(BROWSER_STAMP) lint ## The full test suite (lint, then pytest on a real Spark and Chromium)
 	$(BIN)/pytest
 
-lint: setup ## sqlfluff on models and macros, ruff on Python
-	$(BIN)/sqlfluff lint models macros tests/data_tests
+# Every SQL file we write: models, macros, data tests, the adapter's materializations.
+SQL_PATHS := models macros tests/data_tests plugins/dynamic_ddl/adapter/dynamic_spark/macros
+SQLFLUFF_FLAGS ?=
+# --processes 0: one linter process per core (files lint independently).
+lint-sql: setup ## sqlfluff only; CI adds SQLFLUFF_FLAGS="--format github-annotation-native"
+	$(BIN)/sqlfluff lint --processes 0 $(SQL_PATHS) $(SQLFLUFF_FLAGS)
+
+lint: lint-sql ## sqlfluff on every SQL file, ruff on Python
 	$(BIN)/ruff check plugins python_models tests bench lint
 	$(BIN)/ruff format --check plugins python_models tests bench lint
 

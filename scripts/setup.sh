@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make this machine ready: Java 17+, Python 3.11+, .venv with the pinned packages.
 # Called by `make setup` (and so by `make run` / `make test`) when .venv is missing
-# or pyproject.toml / constraints.txt changed.
+# or pyproject.toml / constraints.txt changed. `setup.sh browser` (run by
+# `make test`) only makes sure Chromium and its driver are there, for the docs test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +34,26 @@ ensure_python() {
         exit 1
     fi
 }
+
+ensure_browser() {
+    if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "==> Chromium not found; installing chromium and chromium-driver with apt (the docs test)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+        return
+    fi
+    echo "ERROR: the docs-site test needs Chromium and chromedriver, and none was found on PATH." >&2
+    echo "Fix: sudo apt-get install chromium chromium-driver (Debian/Ubuntu), then run make test again." >&2
+    exit 1
+}
+
+if [ "${1:-}" = browser ]; then
+    ensure_browser
+    exit 0
+fi
 
 ensure_java
 ensure_python

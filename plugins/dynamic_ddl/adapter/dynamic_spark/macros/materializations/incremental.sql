@@ -22,7 +22,9 @@
     {%- set unique_key = config.get('unique_key', none) -%}
     {%- set partition_by = config.get('partition_by', none) -%}
     {%- set language = model['language'] -%}
-    {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
+    {%- set on_schema_change = incremental_validate_on_schema_change(
+        config.get('on_schema_change'), default='ignore'
+    ) -%}
     {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing_relation = load_relation(this) -%}

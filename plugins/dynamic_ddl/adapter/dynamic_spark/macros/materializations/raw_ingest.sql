@@ -10,7 +10,9 @@
     `--full-refresh` changes nothing here.
 #}
 {% materialization raw_ingest, adapter='dynamic_spark', supported_languages=['python'] %}
-    {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema, database=database, type='table') -%}
+    {%- set target_relation = api.Relation.create(
+        identifier=model['alias'], schema=schema, database=database, type='table'
+    ) -%}
     {%- set settings = dynamic_spark_raw_ingest_settings(model, schema) -%}
 
     {{ run_hooks(pre_hooks) }}
@@ -37,12 +39,18 @@
 {% macro dynamic_spark_raw_ingest_settings(model, schema) %}
     {%- set name = model['alias'] -%}
     {%- if not name.startswith('raw_') -%}
-        {{ exceptions.raise_compiler_error("Raw model '" ~ name ~ "' must be named raw_<topic>, with the topic configured in vars.raw_topics of dbt_project.yml.") }}
+        {{ exceptions.raise_compiler_error(
+            "Raw model '" ~ name ~ "' must be named raw_<topic>, "
+            ~ "with the topic configured in vars.raw_topics of dbt_project.yml."
+        ) }}
     {%- endif -%}
     {%- set topic = name[4:] -%}
     {%- set topics = var('raw_topics', {}) -%}
     {%- if topic not in topics -%}
-        {{ exceptions.raise_compiler_error("Topic '" ~ topic ~ "' (model " ~ name ~ ") is not in vars.raw_topics of dbt_project.yml. Add it: raw_topics: {" ~ topic ~ ": {record_key: [json.path], event_time: json.path}}.") }}
+        {{ exceptions.raise_compiler_error(
+            "Topic '" ~ topic ~ "' (model " ~ name ~ ") is not in vars.raw_topics of dbt_project.yml. "
+            ~ "Add it: raw_topics: {" ~ topic ~ ": {record_key: [json.path], event_time: json.path}}."
+        ) }}
     {%- endif -%}
     {%- set entry = topics[topic] -%}
     {%- set record_key = entry['record_key'] -%}

@@ -11,7 +11,9 @@
     {%- set language = model['language'] -%}
     {%- set grant_config = config.get('grants') -%}
     {%- set existing_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
-    {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema, database=database, type='table') -%}
+    {%- set target_relation = api.Relation.create(
+        identifier=model['alias'], schema=schema, database=database, type='table'
+    ) -%}
 
     {{ run_hooks(pre_hooks) }}
 
@@ -38,7 +40,9 @@
     emptied first in case a crashed run left one behind.
 #}
 {% macro dynamic_spark_staging_relation(target_relation) %}
-    {%- set staging_relation = target_relation.incorporate(path={"identifier": target_relation.identifier ~ '__dbt_new'}) -%}
+    {%- set staging_relation = target_relation.incorporate(
+        path={"identifier": target_relation.identifier ~ '__dbt_new'}
+    ) -%}
     {% do adapter.drop_relation(staging_relation) %}
     {{ return(staging_relation) }}
 {% endmacro %}
