@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib import import_module
 from typing import Any
 
@@ -10,9 +11,16 @@ from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark import SparkAdapter
 from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt.artifacts.resources import ColumnInfo
 from dbt_common.exceptions import CompilationError
 
 from dynamic_ddl.adapter.connections import DynamicSparkConnectionManager
+from dynamic_ddl.adapter.discovered_columns import (
+    REGISTRY_TABLE,
+    DiscoveredColumn,
+    descriptions_to_add,
+    registry_query,
+)
 from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
 
 
@@ -139,6 +147,43 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.protocol import drop_upsert_table
 
         drop_upsert_table(self._fetch_rows, self._existing_upsert(target))
+
+    def get_filtered_catalog(
+        self, relation_configs: Iterable[Any], used_schemas: Any, relations: Any = None
+    ) -> tuple[Any, list[Exception]]:
+        """dbt-spark's catalog; then discovered columns get their docs from the registry.
+
+        The nodes here are the manifest's own, and `dbt docs generate` writes the
+        manifest after the catalog: a description set now reaches the docs site.
+        """
+        nodes = list(relation_configs)  # dbt passes a one-pass iterator
+        catalog, exceptions = super().get_filtered_catalog(nodes, used_schemas, relations)
+        schemas = {row["table_schema"] for row in catalog if row["table_name"] == REGISTRY_TABLE}
+        for schema in sorted(schemas):
+            try:
+                self._document_discovered_columns(nodes, schema)
+            except Exception as error:  # docs still build; dbt reports it with the catalog's
+                exceptions.append(error)
+        return catalog, exceptions
+
+    def _document_discovered_columns(self, nodes: list[Any], schema: str) -> None:
+        """Describe the undocumented columns of `schema`'s nodes from its registry."""
+        by_table: dict[str, list[DiscoveredColumn]] = {}
+        for row in self._fetch_rows(registry_query(schema)):
+            column = DiscoveredColumn(*(str(value) for value in row))
+            by_table.setdefault(column.table_name.lower(), []).append(column)
+        for node in nodes:
+            relation = self.Relation.create_from(self.config, node)
+            if (relation.schema or "").lower() != schema.lower():
+                continue
+            discovered = by_table.get((relation.identifier or "").lower(), [])
+            documented = {name: info.description for name, info in node.columns.items()}
+            for name, description in descriptions_to_add(documented, discovered).items():
+                existing = next((c for c in node.columns if c.lower() == name.lower()), name)
+                if existing in node.columns:
+                    node.columns[existing].description = description
+                else:
+                    node.columns[name] = ColumnInfo(name=name, description=description)
 
     def _existing_upsert(self, relation: Any) -> Any:
         from dynamic_ddl.upsert.protocol import UpsertSpec

@@ -1,0 +1,69 @@
+"""Docs for columns found at run time, written by the schema registry.
+
+A raw table's columns come from the JSON its provider sends, so no YAML
+names them. When `dbt docs generate` builds the catalog, the adapter reads
+each schema's registry and gives every column that YAML leaves undocumented
+a description from it: the JSON path, the type, the batch that first held
+it. A new field is documented by the next docs build, with no edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+REGISTRY_TABLE = "raw_schema_registry"
+
+
+@dataclass(frozen=True)
+class DiscoveredColumn:
+    """One registry row, as docs need it."""
+
+    table_name: str
+    column_name: str
+    json_path: str
+    data_type: str
+    first_seen_batch: str
+    last_seen_batch: str
+    status: str
+
+
+def registry_query(schema: str) -> str:
+    """The query for every registry row of `schema`, in DiscoveredColumn's field order."""
+    return (
+        "select table_name, column_name, json_path, data_type, first_seen_batch, "
+        f"last_seen_batch, status from `{schema}`.`{REGISTRY_TABLE}`"
+    )
+
+
+def describe(column: DiscoveredColumn) -> str:
+    """A column's description, from its registry row.
+
+    Example:
+        >>> row = ("raw_t", "data_id", "_data.id", "bigint", "b1", "b2", "active")
+        >>> describe(DiscoveredColumn(*row))
+        'Discovered at run time: JSON path `_data.id`, type bigint, first seen in batch b1.'
+    """
+    text = (
+        f"Discovered at run time: JSON path `{column.json_path}`, type {column.data_type}, "
+        f"first seen in batch {column.first_seen_batch}"
+    )
+    if column.status != "active":
+        text += f"; not sent since batch {column.last_seen_batch}"
+    return text + "."
+
+
+def descriptions_to_add(
+    documented: Mapping[str, str], discovered: Iterable[DiscoveredColumn]
+) -> dict[str, str]:
+    """Column name to description, for the discovered columns YAML leaves undescribed.
+
+    `documented` maps a node's column names (any case) to their YAML
+    descriptions; a written description always wins over the registry's.
+    """
+    described = {name.lower() for name, text in documented.items() if text.strip()}
+    return {
+        column.column_name: describe(column)
+        for column in discovered
+        if column.column_name.lower() not in described
+    }

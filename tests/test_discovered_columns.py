@@ -1,0 +1,39 @@
+"""Registry rows become column docs; YAML descriptions win."""
+
+from __future__ import annotations
+
+from dynamic_ddl.adapter.discovered_columns import (
+    DiscoveredColumn,
+    describe,
+    descriptions_to_add,
+    registry_query,
+)
+
+
+def _column(name: str, path: str, status: str = "active") -> DiscoveredColumn:
+    return DiscoveredColumn("raw_t", name, path, "bigint", "20261121T101500Z-a1", "b9", status)
+
+
+def test_a_description_names_path_type_and_first_batch():
+    text = describe(_column("data_event_id", "_data.event.id"))
+    assert text == (
+        "Discovered at run time: JSON path `_data.event.id`, type bigint, "
+        "first seen in batch 20261121T101500Z-a1."
+    )
+
+
+def test_a_stale_column_says_since_when_it_is_missing():
+    text = describe(_column("data_gps_lat", "_data.gps.lat", status="stale"))
+    assert text.endswith("; not sent since batch b9.")
+
+
+def test_yaml_descriptions_win_and_empty_ones_are_filled():
+    discovered = [_column("data_a", "_data.a"), _column("data_b", "_data.b"), _column("c", "c")]
+    documented = {"DATA_A": "Written by a person.", "data_b": "  ", "_batch_id": "The batch."}
+    added = descriptions_to_add(documented, discovered)
+    assert set(added) == {"data_b", "c"}
+    assert added["c"].startswith("Discovered at run time: JSON path `c`")
+
+
+def test_the_registry_query_reads_one_schema_quoted():
+    assert registry_query("analytics").endswith("from `analytics`.`raw_schema_registry`")
