@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -242,13 +244,32 @@ def test_second_batch_flows_through_incrementally(
         spark.stop()
 
 
-def test_second_batch_on_the_embedded_target_with_the_run_summary(tmp_path, cli_env, inbox):
+@pytest.fixture(scope="module")
+def embedded_second_batch(tmp_path_factory, cli_env, inbox, session_build) -> dict:
+    """Batch 2 on the embedded target, as `make run` takes it (summary on), then the
+    static docs site `make run` writes; the build's output and the docs' artifacts."""
+    if not any(inbox.glob("*/*/part-b002-*.json")):  # selected alone, without the Thrift test
+        add_sample_batch(inbox, 2)
+    cwd = tmp_path_factory.mktemp("batch-2")
+    built = build(inbox, cwd, cli_env, summary=True)
+    assert built.returncode == 0, built.stdout[-3000:]
+    variables = json.dumps({"inbox_dir": str(inbox)})
+    docs = dbt_cli(["docs", "generate", "--static", "--vars", variables], cwd, cli_env)
+    assert docs.returncode == 0, docs.stdout[-3000:]
+    target = Path(cli_env["DBT_TARGET_PATH"])
+    return {
+        "stdout": built.stdout,
+        "target": target,
+        "manifest": json.loads((target / "manifest.json").read_text()),
+        "catalog": json.loads((target / "catalog.json").read_text()),
+    }
+
+
+def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_second_batch):
     """Batch 2 on the embedded session too (make run's path: a 1 GiB driver, two models at
     once), with make run's summary: rows per layer, new columns, quarantined lines."""
-    assert any(inbox.glob("*/*/part-b002-*.json")), "runs after the Thrift drift test"
-    built = build(inbox, tmp_path, cli_env, summary=True)
-    assert built.returncode == 0, built.stdout[-3000:]
-    summary = built.stdout[built.stdout.index("Run summary (schema analytics):") :]
+    stdout = embedded_second_batch["stdout"]
+    summary = stdout[stdout.index("Run summary (schema analytics):") :]
     layers = dict(
         re.findall(r"^\s+(raw|landing|production)\s+\d+ tables\s+([\d,]+) rows", summary, re.M)
     )
@@ -258,6 +279,156 @@ def test_second_batch_on_the_embedded_target_with_the_run_summary(tmp_path, cli_
     assert discovered and int(discovered[1]) > 0 and "raw_device_events" in discovered[2]
     quarantined = re.search(r"lines quarantined this run: (\d+) \(", summary)
     assert quarantined and int(quarantined[1]) > 0
+
+
+RAW_TABLES = (
+    "model.dynamic_ddl.raw_device_events",
+    "model.dynamic_ddl.raw_app_attributes",
+    "model.dynamic_ddl.raw_device_state",
+    "source.dynamic_ddl.ingestion.raw_device_events__data_media",
+)
+
+
+def test_docs_describe_every_discovered_column_from_the_registry(embedded_second_batch):
+    """No YAML names a raw table's data columns: the docs describe each one from the
+    schema registry (JSON path, type, first batch), batch 2's new fields included."""
+    manifest, catalog = embedded_second_batch["manifest"], embedded_second_batch["catalog"]
+    for unique_id in RAW_TABLES:
+        node = manifest["nodes"].get(unique_id) or manifest["sources"][unique_id]
+        in_warehouse = (catalog["nodes"].get(unique_id) or catalog["sources"][unique_id])["columns"]
+        undescribed = [c for c in in_warehouse if not node["columns"].get(c, {}).get("description")]
+        assert len(in_warehouse) > 6 and undescribed == [], unique_id
+
+    events = manifest["nodes"]["model.dynamic_ddl.raw_device_events"]["columns"]
+    assert events["_source_file"]["description"] == "The inbox file the line came from."
+    first_seen = r"first seen in batch (\d{8}T\d{6}Z-\w+)\.$"
+    batch_1 = re.search(first_seen, events["data_event_id"]["description"])[1]
+    added = events["data_device_battery_cycle_count"]["description"]
+    assert "JSON path `_data.device.battery.cycle_count`, type bigint" in added
+    assert re.search(first_seen, added)[1] > batch_1  # a later batch (ids sort by time)
+
+
+def test_manifest_lineage_runs_raw_python_models_to_landing_to_production(embedded_second_batch):
+    """Every raw model is Python and feeds landing; every landing model feeds production;
+    every production model reaches back to a raw Python model."""
+    manifest = embedded_second_batch["manifest"]
+    nodes, parents, children = manifest["nodes"], manifest["parent_map"], manifest["child_map"]
+
+    def layer(unique_id: str) -> str | None:
+        node = nodes.get(unique_id, {})
+        return node["fqn"][1] if node.get("resource_type") == "model" else None
+
+    def reach(start: str, edges: dict[str, list[str]]) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), []):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    models = {
+        layer_name: [u for u in nodes if layer(u) == layer_name]
+        for layer_name in ("raw", "landing", "production")
+    }
+    assert len(models["raw"]) == 3 and all(nodes[u]["language"] == "python" for u in models["raw"])
+    for raw in models["raw"]:
+        assert any(layer(child) == "landing" for child in children[raw]), raw
+    for landing in models["landing"]:
+        assert any(layer(d) == "production" for d in reach(landing, children)), landing
+    from_the_fleet = 0
+    for production in models["production"]:
+        upstream = reach(production, parents)
+        if any(layer(a) == "landing" for a in upstream):
+            assert any(layer(a) == "raw" for a in upstream), production
+            from_the_fleet += 1
+        else:  # reference data: built from seeds (and other production models) only
+            assert upstream and all(
+                a.startswith("seed.") or layer(a) == "production" for a in upstream
+            ), production
+    assert from_the_fleet >= 6
+    assert "model.dynamic_ddl.raw_app_attributes" in parents["model.dynamic_ddl.lnd_app_attributes"]
+    assert "model.dynamic_ddl.lnd_app_attributes" in parents["model.dynamic_ddl.dim_users"]
+
+
+DOCS_SCREENSHOTS = PROJECT_ROOT / "test-artifacts" / "docs-site"
+
+
+def test_docs_site_in_headless_chromium(embedded_second_batch):
+    """The docs site as `make docs-serve` serves it, in a real headless Chromium: the
+    overview, a Python model, a pivot model and a production aggregate open with their
+    columns documented, the lineage graph draws raw -> landing -> production, and the
+    console shows no error. Screenshots: test-artifacts/docs-site/*.png."""
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import console_errors, headless_chromium, serve_directory, wait_for
+
+    shutil.rmtree(DOCS_SCREENSHOTS, ignore_errors=True)
+    DOCS_SCREENSHOTS.mkdir(parents=True)
+    pages = [
+        ("01-overview", "overview", ["Drifting JSON from device fleets", "The flow, in layers"]),
+        (
+            "02-python-model-raw_device_events",
+            "model/model.dynamic_ddl.raw_device_events",
+            ["python", "Discovered at run time: JSON path `_data.device.battery.cycle_count`"],
+        ),
+        (
+            "03-pivot-model-lnd_app_attributes",
+            "model/model.dynamic_ddl.lnd_app_attributes",
+            ["pivoted into one column per key", "theme", "storage_used_gb"],
+        ),
+        (
+            "04-production-fct_daily_active_devices",
+            "model/model.dynamic_ddl.fct_daily_active_devices",
+            ["One row per day", "active_devices", "Distinct devices"],
+        ),
+    ]
+    with serve_directory(embedded_second_batch["target"]) as url, headless_chromium() as browser:
+
+        def page_text() -> str:
+            return browser.execute_script("return document.body.innerText")
+
+        for name, route, texts in pages:
+            browser.get(f"{url}/static_index.html#!/{route}")
+            wait_for(lambda texts=texts: all(t in page_text() for t in texts), f"{route}: {texts}")
+            if route.endswith("raw_device_events"):  # open a discovered column's details
+                row = browser.find_element(
+                    By.XPATH, "//tr[.//*[text()='data_device_battery_cycle_count']]"
+                )
+                browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+                row.click()
+                wait_for(lambda: "first seen in batch" in page_text(), "the column's details")
+            browser.save_screenshot(str(DOCS_SCREENSHOTS / f"{name}.png"))
+            assert console_errors(browser) == [], route
+
+        # From the aggregate's page: the lineage graph, then full screen (all ancestors).
+        browser.find_element(By.CSS_SELECTOR, "a[title='View Lineage Graph']").click()
+        wait_for(
+            lambda: browser.find_element(By.CSS_SELECTOR, "a[title='View Fullscreen']"),
+            "the lineage graph's full-screen button",
+        ).click()
+        edges = wait_for(lambda: _graph_edges(browser) or None, "the lineage graph's edges")
+        for edge in [
+            ("raw_device_events", "lnd_device_events"),
+            ("lnd_device_events", "fct_daily_active_devices"),
+        ]:
+            assert edge in edges, edges
+        time.sleep(1)  # the graph animates its layout
+        browser.save_screenshot(str(DOCS_SCREENSHOTS / "05-lineage-graph.png"))
+        assert console_errors(browser) == []
+    assert sorted(p.name for p in DOCS_SCREENSHOTS.glob("*.png")) == sorted(
+        [f"{name}.png" for name, _, _ in pages] + ["05-lineage-graph.png"]
+    )
+
+
+def _graph_edges(browser) -> set[tuple[str, str]]:
+    """The edges the docs page's lineage graph draws, as (parent, child) model names."""
+    pairs = browser.execute_script(
+        "var graph = angular.element(document.body).injector().get('graph').graph;"
+        "return graph.elements.filter(e => e.data && e.data.source)"
+        ".map(e => [e.data.source, e.data.target]);"
+    )
+    return {(a.rsplit(".", 1)[-1], b.rsplit(".", 1)[-1]) for a, b in pairs}
 
 
 def _refresh(spark, *tables: str) -> None:
