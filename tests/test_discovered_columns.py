@@ -5,6 +5,7 @@ from __future__ import annotations
 from dynamic_ddl.adapter.discovered_columns import (
     DiscoveredColumn,
     describe,
+    descriptions_from_pattern,
     descriptions_to_add,
     registry_query,
 )
@@ -37,3 +38,14 @@ def test_yaml_descriptions_win_and_empty_ones_are_filled():
 
 def test_the_registry_query_reads_one_schema_quoted():
     assert registry_query("analytics").endswith("from `analytics`.`raw_schema_registry`")
+
+
+def test_a_pattern_describes_the_undescribed_warehouse_columns():
+    in_warehouse = {"id": "string", "theme": "string", "storage_used_gb": "double"}
+    added = descriptions_from_pattern(
+        "Key `{column}`, as {type}.", {"ID": "The user.", "theme": ""}, in_warehouse
+    )
+    assert added == {
+        "theme": "Key `theme`, as string.",
+        "storage_used_gb": "Key `storage_used_gb`, as double.",
+    }

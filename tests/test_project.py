@@ -307,6 +307,12 @@ def test_docs_describe_every_discovered_column_from_the_registry(embedded_second
     assert "JSON path `_data.device.battery.cycle_count`, type bigint" in added
     assert re.search(first_seen, added)[1] > batch_1  # a later batch (ids sort by time)
 
+    # The pivot's key columns (batch 2 added theme) get the sentence its YAML gives.
+    pivot = manifest["nodes"]["model.dynamic_ddl.lnd_app_attributes"]["columns"]
+    assert "the value of record_key `theme`" in pivot["theme"]["description"]
+    assert "as double" in pivot["storage_used_gb"]["description"]
+    assert pivot["id"]["description"] == "The app user's id (the entity key)."
+
 
 def test_manifest_lineage_runs_raw_python_models_to_landing_to_production(embedded_second_batch):
     """Every raw model is Python and feeds landing; every landing model feeds production;
@@ -375,7 +381,7 @@ def test_docs_site_in_headless_chromium(embedded_second_batch):
         (
             "03-pivot-model-lnd_app_attributes",
             "model/model.dynamic_ddl.lnd_app_attributes",
-            ["pivoted into one column per key", "theme", "storage_used_gb"],
+            ["pivoted into one column per key", "the value of record_key `storage_used_gb`"],
         ),
         (
             "04-production-fct_daily_active_devices",

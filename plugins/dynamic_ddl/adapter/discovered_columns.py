@@ -1,10 +1,14 @@
-"""Docs for columns found at run time, written by the schema registry.
+"""Docs for columns found at run time.
 
 A raw table's columns come from the JSON its provider sends, so no YAML
 names them. When `dbt docs generate` builds the catalog, the adapter reads
 each schema's registry and gives every column that YAML leaves undocumented
 a description from it: the JSON path, the type, the batch that first held
 it. A new field is documented by the next docs build, with no edit.
+
+A pivot model's key columns are not in the registry: its YAML gives one
+sentence for all of them (`meta: {discovered_columns: "... {column} ..."}`),
+filled in for each column the warehouse has and YAML does not describe.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 REGISTRY_TABLE = "raw_schema_registry"
+PATTERN_META_KEY = "discovered_columns"
 
 
 @dataclass(frozen=True)
@@ -66,4 +71,22 @@ def descriptions_to_add(
         column.column_name: describe(column)
         for column in discovered
         if column.column_name.lower() not in described
+    }
+
+
+def descriptions_from_pattern(
+    pattern: str, documented: Mapping[str, str], in_warehouse: Mapping[str, str]
+) -> dict[str, str]:
+    """Column name to description, from a model's `{column}`/`{type}` sentence, for
+    the warehouse columns (name to type) YAML leaves undescribed.
+
+    Example:
+        >>> descriptions_from_pattern("App attribute `{column}` ({type}).", {}, {"theme": "string"})
+        {'theme': 'App attribute `theme` (string).'}
+    """
+    described = {name.lower() for name, text in documented.items() if text.strip()}
+    return {
+        name: pattern.format(column=name, type=data_type)
+        for name, data_type in in_warehouse.items()
+        if name.lower() not in described
     }

@@ -16,8 +16,10 @@ from dbt_common.exceptions import CompilationError
 
 from dynamic_ddl.adapter.connections import DynamicSparkConnectionManager
 from dynamic_ddl.adapter.discovered_columns import (
+    PATTERN_META_KEY,
     REGISTRY_TABLE,
     DiscoveredColumn,
+    descriptions_from_pattern,
     descriptions_to_add,
     registry_query,
 )
@@ -164,7 +166,26 @@ class DynamicSparkAdapter(SparkAdapter):
                 self._document_discovered_columns(nodes, schema)
             except Exception as error:  # docs still build; dbt reports it with the catalog's
                 exceptions.append(error)
+        self._document_columns_by_pattern(nodes, catalog)
         return catalog, exceptions
+
+    def _document_columns_by_pattern(self, nodes: list[Any], catalog: Any) -> None:
+        """Describe undocumented warehouse columns of models whose YAML gives a sentence
+        for them (meta `discovered_columns`, e.g. a pivot's key columns)."""
+        for node in nodes:
+            pattern = (getattr(node.config, "meta", None) or {}).get(PATTERN_META_KEY)
+            if not pattern:
+                continue
+            relation = self.Relation.create_from(self.config, node)
+            in_warehouse = {
+                row["column_name"]: row["column_type"]
+                for row in catalog
+                if (row["table_schema"] or "").lower() == (relation.schema or "").lower()
+                and row["table_name"].lower() == (relation.identifier or "").lower()
+            }
+            documented = {name: info.description for name, info in node.columns.items()}
+            added = descriptions_from_pattern(pattern, documented, in_warehouse)
+            _set_descriptions(node, added)
 
     def _document_discovered_columns(self, nodes: list[Any], schema: str) -> None:
         """Describe the undocumented columns of `schema`'s nodes from its registry."""
@@ -178,17 +199,22 @@ class DynamicSparkAdapter(SparkAdapter):
                 continue
             discovered = by_table.get((relation.identifier or "").lower(), [])
             documented = {name: info.description for name, info in node.columns.items()}
-            for name, description in descriptions_to_add(documented, discovered).items():
-                existing = next((c for c in node.columns if c.lower() == name.lower()), name)
-                if existing in node.columns:
-                    node.columns[existing].description = description
-                else:
-                    node.columns[name] = ColumnInfo(name=name, description=description)
+            _set_descriptions(node, descriptions_to_add(documented, discovered))
 
     def _existing_upsert(self, relation: Any) -> Any:
         from dynamic_ddl.upsert.protocol import UpsertSpec
 
         return UpsertSpec.of_table(self._fetch_rows, f"{relation.schema}.{relation.identifier}")
+
+
+def _set_descriptions(node: Any, descriptions: dict[str, str]) -> None:
+    """Set column descriptions on a manifest node, adding the columns YAML lacks."""
+    for name, description in descriptions.items():
+        existing = next((c for c in node.columns if c.lower() == name.lower()), name)
+        if existing in node.columns:
+            node.columns[existing].description = description
+        else:
+            node.columns[name] = ColumnInfo(name=name, description=description)
 
 
 def _columns(value: Any) -> tuple[str, ...]:

@@ -294,6 +294,16 @@ def pid_alive(pid: int) -> bool:
     return b"spark" in cmdline.lower() or b"java" in cmdline.lower()
 
 
+def child_exited(pid: int) -> bool:
+    """Whether a process started here (spawn_detached) has exited, by its exit status.
+
+    Not by /proc: mid-exec (spark-class becoming java) a live process can read
+    an empty cmdline, which pid_alive takes for a recycled pid.
+    """
+    child = _CHILDREN.get(pid)
+    return child.poll() is not None if child is not None else not pid_alive(pid)
+
+
 def read_pid(state_dir: Path) -> int | None:
     """The pid recorded in the pid file, or None."""
     try:

@@ -22,6 +22,7 @@ from dynamic_ddl.server.local_server import (
     ServerError,
     _state_lock,
     build_env,
+    child_exited,
     find_java,
     log_tail,
     pid_alive,
@@ -103,7 +104,7 @@ def registered_workers(master_log: Path) -> int:
 def _wait(ready, pids: list[int], what: str, log_file: Path, deadline: float) -> None:
     """Poll `ready()` until true; ServerError naming the log if a process died or time is up."""
     while not ready():
-        dead = [pid for pid in pids if not pid_alive(pid)]
+        dead = [pid for pid in pids if child_exited(pid)]
         if dead or time.monotonic() > deadline:
             reason = f"pid {dead[0]} exited" if dead else "timed out"
             raise ServerError(
