@@ -358,6 +358,10 @@ def test_manifest_lineage_runs_raw_python_models_to_landing_to_production(embedd
 
 
 DOCS_SCREENSHOTS = PROJECT_ROOT / "test-artifacts" / "docs-site"
+DISCOVERED_COLUMN_SHOWN = {
+    "model/model.dynamic_ddl.raw_device_events": "data_device_battery_cycle_count",
+    "model/model.dynamic_ddl.lnd_app_attributes": "storage_used_gb",
+}
 
 
 def test_docs_site_in_headless_chromium(embedded_second_batch):
@@ -397,13 +401,12 @@ def test_docs_site_in_headless_chromium(embedded_second_batch):
         for name, route, texts in pages:
             browser.get(f"{url}/static_index.html#!/{route}")
             wait_for(lambda texts=texts: all(t in page_text() for t in texts), f"{route}: {texts}")
-            if route.endswith("raw_device_events"):  # open a discovered column's details
-                row = browser.find_element(
-                    By.XPATH, "//tr[.//*[text()='data_device_battery_cycle_count']]"
-                )
+            column = DISCOVERED_COLUMN_SHOWN.get(route)
+            if column:  # open a discovered column's details, for the screenshot
+                row = browser.find_element(By.XPATH, f"//tr[.//*[text()='{column}']]")
                 browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
                 row.click()
-                wait_for(lambda: "first seen in batch" in page_text(), "the column's details")
+                wait_for(lambda: _details_open(browser), f"{column}'s details")
             browser.save_screenshot(str(DOCS_SCREENSHOTS / f"{name}.png"))
             assert console_errors(browser) == [], route
 
@@ -425,6 +428,14 @@ def test_docs_site_in_headless_chromium(embedded_second_batch):
     assert sorted(p.name for p in DOCS_SCREENSHOTS.glob("*.png")) == sorted(
         [f"{name}.png" for name, _, _ in pages] + ["05-lineage-graph.png"]
     )
+
+
+def _details_open(browser) -> bool:
+    """Whether a column row of the page shows its details (its Description heading)."""
+    from selenium.webdriver.common.by import By
+
+    headings = browser.find_elements(By.XPATH, "//tr//h5[text()='Description']")
+    return any(heading.is_displayed() for heading in headings)
 
 
 def _graph_edges(browser) -> set[tuple[str, str]]:
