@@ -6,6 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Install Debian packages when root with apt; else return 1 (the caller names the fix).
+apt_install() {
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+        return 0
+    fi
+    return 1
+}
+
 java_major() {
     java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == "1" ? v[2] : v[1]); exit}'
 }
@@ -14,10 +24,8 @@ ensure_java() {
     if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
         return
     fi
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "==> Java 17+ not found; installing openjdk-17-jre-headless with apt"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    echo "==> Java 17+ not found; installing openjdk-17-jre-headless with apt (when root)"
+    if apt_install openjdk-17-jre-headless; then
         return
     fi
     echo "ERROR: Spark 4 needs Java 17 or newer, and none was found on PATH." >&2
@@ -39,10 +47,8 @@ ensure_browser() {
     if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
         return
     fi
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "==> Chromium not found; installing chromium and chromium-driver with apt (the docs test)"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+    echo "==> Chromium not found; installing chromium and chromium-driver with apt (when root)"
+    if apt_install chromium chromium-driver; then
         return
     fi
     echo "ERROR: the docs-site test needs Chromium and chromedriver, and none was found on PATH." >&2

@@ -172,19 +172,18 @@ class DynamicSparkAdapter(SparkAdapter):
     def _document_columns_by_pattern(self, nodes: list[Any], catalog: Any) -> None:
         """Describe undocumented warehouse columns of models whose YAML gives a sentence
         for them (meta `discovered_columns`, e.g. a pivot's key columns)."""
+        types: dict[tuple[str, str], dict[str, str]] = {}
+        for row in catalog:
+            table = ((row["table_schema"] or "").lower(), row["table_name"].lower())
+            types.setdefault(table, {})[row["column_name"]] = row["column_type"]
         for node in nodes:
             pattern = (getattr(node.config, "meta", None) or {}).get(PATTERN_META_KEY)
             if not pattern:
                 continue
             relation = self.Relation.create_from(self.config, node)
-            in_warehouse = {
-                row["column_name"]: row["column_type"]
-                for row in catalog
-                if (row["table_schema"] or "").lower() == (relation.schema or "").lower()
-                and row["table_name"].lower() == (relation.identifier or "").lower()
-            }
+            table = ((relation.schema or "").lower(), (relation.identifier or "").lower())
             documented = {name: info.description for name, info in node.columns.items()}
-            added = descriptions_from_pattern(pattern, documented, in_warehouse)
+            added = descriptions_from_pattern(pattern, documented, types.get(table, {}))
             _set_descriptions(node, added)
 
     def _document_discovered_columns(self, nodes: list[Any], schema: str) -> None:
