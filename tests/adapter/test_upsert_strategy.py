@@ -7,13 +7,16 @@ Two adaptations, both from the upsert's documented semantics:
 - the latest row per key wins on the first build too, so where the suites'
   seed holds one key twice (NY, with `state` as the key), the expected
   table holds its latest row;
-- the record key is required, and checked on the first build already.
+- the record key is required, and checked on the first build already;
+- the predicates suite's model has no ordering column: `id` orders, so on a
+  tie the incoming row wins (a correction), as the suite expects.
 """
 
 from __future__ import annotations
 
 import pytest
 from dbt.tests.adapter.incremental import test_incremental_on_schema_change as schema_suite
+from dbt.tests.adapter.incremental import test_incremental_predicates as predicates_suite
 from dbt.tests.adapter.incremental import test_incremental_unique_id as unique_suite
 from dbt.tests.util import check_relations_equal, run_dbt
 
@@ -120,6 +123,37 @@ class TestUpsertOnSchemaChange(UpsertSuite, schema_suite.BaseIncrementalOnSchema
         results = run_dbt(["run", "--select", select], expect_pass=False)
         message = next(r.message for r in results if r.node.name == "incremental_sync_all_columns")
         assert "append_new_columns" in message and "cannot drop columns" in message
+
+
+class TestUpsertIncrementalPredicates(UpsertSuite, predicates_suite.BaseIncrementalPredicates):
+    """Stored rows failing `incremental_predicates` take no part in the merge and are kept:
+    the stored id 2 stays beside the incoming one, as with dbt's delete+insert."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {
+            "models": {
+                "+file_format": "parquet",
+                "+incremental_strategy": "upsert",
+                "+incremental_predicates": ["DBT_INTERNAL_DEST.id != 2"],
+                "+ordering_field": "id",
+            }
+        }
+
+
+class TestUpsertPredicatesConfig(TestUpsertIncrementalPredicates):
+    """dbt's older name for the config, `predicates`, works the same."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {
+            "models": {
+                "+file_format": "parquet",
+                "+incremental_strategy": "upsert",
+                "+predicates": ["id != 2"],
+                "+ordering_field": "id",
+            }
+        }
 
 
 CONTRACT_MODEL = """

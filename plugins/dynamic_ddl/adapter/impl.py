@@ -217,7 +217,7 @@ def _set_descriptions(node: Any, descriptions: dict[str, str]) -> None:
 
 
 def _columns(value: Any) -> tuple[str, ...]:
-    """A config value naming one column or a list of them, as a tuple."""
+    """A config value naming one column (or predicate) or a list of them, as a tuple."""
     if not value:
         return ()
     return (value,) if isinstance(value, str) else tuple(value)
@@ -236,6 +236,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             partition_by=_columns(options.get("partition_by")),
             delete_marker=options.get("delete_marker"),
             on_schema_change=options.get("on_schema_change") or "ignore",
+            predicates=_columns(options.get("incremental_predicates")),
         )
         spec.validate()
         return spec

@@ -69,6 +69,22 @@ class TableState:
         return kept
 
 
+def committed(state: TableState, entry: LogEntry) -> TableState:
+    """The state once `entry` (a commit of `state`'s table) is committed: what replaying
+    the log would give, without reading it again.
+
+    Example:
+        >>> before = replay([LogEntry("1", COMMITTED, (PartitionChange("d=1", None, "1"),))])
+        >>> after = committed(before, LogEntry("2", PENDING, (PartitionChange("d=1", "1", "2"),)))
+        >>> after.versions, after.last_commit.commit_id, after.pending
+        ({'d=1': '2'}, '2', None)
+    """
+    versions = dict(state.versions)
+    _apply(versions, entry.changes, lambda change: change.current)
+    done = LogEntry(entry.commit_id, COMMITTED, entry.changes)
+    return TableState(versions, done, None, max(entry.commit_id, state.last_commit_id or ""))
+
+
 def replay(entries: Iterable[LogEntry]) -> TableState:
     """The table's state after the log's entries, in commit order.
 

@@ -13,6 +13,7 @@ A commit (see commits.py for the log):
    one changes nothing. A delete marker removes the key;
 3. write the merged rows of the partitions that changed, and only those, as
    a new version in `<table>__versions` (invisible to readers of the table);
+   merge and write are one Spark job;
 4. log `pending` with each changed partition's previous and new version;
 5. point each changed partition at its new version (one metastore update
    per partition: a reader sees a partition's old rows or its new rows);
@@ -37,6 +38,7 @@ from dynamic_ddl.upsert.commits import (
     PartitionChange,
     TableState,
     commit_time,
+    committed,
     next_commit_id,
     replay,
 )
@@ -69,6 +71,9 @@ class UpsertSpec:
     partition_by: tuple[str, ...] = ()
     delete_marker: str | None = None
     on_schema_change: str = "ignore"
+    # dbt's incremental_predicates: stored rows failing them take no part in the
+    # merge and are kept as they are (the target is aliased DBT_INTERNAL_DEST).
+    predicates: tuple[str, ...] = ()
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
@@ -336,68 +341,73 @@ def merge_sql(
 ) -> str:
     """The winners of the batch against the stored rows of the partitions it touches.
 
-    `affected` lists the batch's partitions (values), a literal filter so the
-    target's other partitions are never listed or read. Columns: the
-    target's, plus `_is_new` (the row comes from this batch) and `_deleted`
-    (the winner is a delete marker).
+    One ranking per key over the batch's rows and the stored row: the
+    greatest ordering value wins, then an incoming row over the stored one,
+    then the greater content (a deterministic tie-break within the batch).
+    An incoming winner identical to the stored row keeps the stored row (and
+    its commit); an incoming delete marker removes a stored key and is
+    ignored for a key never stored. `affected` lists the batch's partitions
+    (values), a literal filter so the target's other partitions are never
+    listed or read; stored rows failing the spec's predicates are kept as
+    they are. Columns: the target's, plus `_is_new` (the row changes the
+    partition) and `_deleted` (the key is removed).
     """
-    key = [*spec.partition_by, *spec.unique_key]
+    key = ", ".join(quote(k) for k in [*spec.partition_by, *spec.unique_key])
     columns = [*data, *spec.partition_by]
-    content = f"to_json(struct({', '.join(quote(c) for c in columns)}))"
-    order = quote(spec.ordering_field)
+    select_columns = ", ".join(quote(c) for c in columns)
+    content = f"to_json(struct({select_columns}))"
     deleted = (
         f"coalesce(cast({quote(spec.delete_marker)} as boolean), false)"
         if spec.delete_marker
         else "false"
     )
-    select_columns = ", ".join(quote(c) for c in columns)
-    key_match = " and ".join(f"i.{quote(k)} <=> e.{quote(k)}" for k in key)
+    commit, commit_ts = quote(COMMIT_ID), quote(COMMIT_TS)
+    stored = f"{spec.target} as DBT_INTERNAL_DEST where {_among(spec.partition_by, affected)}"
+    matched = " and ".join(f"({p})" for p in spec.predicates) or "true"
+    kept = (
+        f"""
+union all
+select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _is_new
+from {stored} and not coalesce({matched}, false)"""
+        if spec.predicates
+        else ""
+    )
+    new_ts = f"timestamp {literal(commit_time(commit_id).isoformat(sep=' '))}"
     return f"""
 with
-ranked_batch as (
-    select {select_columns}, {deleted} as _deleted, {content} as _content,
-        row_number() over (
-            partition by {", ".join(quote(k) for k in key)}
-            order by {order} desc nulls last, {content} desc
-        ) as _rank
-    from {source}
-),
-incoming as (select * from ranked_batch where _rank = 1),
-existing as (
-    select t.*, {content} as _content
-    from {spec.target} as t
-    where {_among(spec.partition_by, affected)}
-),
-fresh as (
-    select i.* from incoming as i
-    left anti join existing as e on {key_match} and i._content = e._content
-    where not i._deleted
-    union all
-    select i.* from incoming as i
-    left semi join existing as e on {key_match}
-    where i._deleted
-),
 candidates as (
-    select {select_columns}, {quote(COMMIT_ID)}, {quote(COMMIT_TS)}, false as _deleted,
-        false as _is_new
-    from existing
+    select {select_columns}, cast(null as string) as {commit},
+        cast(null as timestamp) as {commit_ts}, {deleted} as _deleted, true as _incoming,
+        {content} as _content
+    from {source}
     union all
-    select {select_columns}, {literal(commit_id)} as {quote(COMMIT_ID)},
-        timestamp {literal(commit_time(commit_id).isoformat(sep=" "))} as {quote(COMMIT_TS)},
-        _deleted, true as _is_new
-    from fresh
+    select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _incoming,
+        {content} as _content
+    from {stored} and {matched}
+),
+ranked as (
+    select *,
+        row_number() over (
+            partition by {key}
+            order by {quote(spec.ordering_field)} desc nulls last, _incoming desc, _content desc
+        ) as _rank,
+        max(if(_incoming, null, _content)) over (partition by {key}) as _stored_content,
+        max(if(_incoming, null, {commit})) over (partition by {key}) as _stored_commit,
+        max(if(_incoming, null, {commit_ts})) over (partition by {key}) as _stored_commit_ts
+    from candidates
 ),
 winners as (
-    select * from (
-        select *, row_number() over (
-            partition by {", ".join(quote(k) for k in key)}
-            order by {order} desc nulls last, _is_new desc
-        ) as _rank
-        from candidates
-    ) where _rank = 1
+    select *, _incoming and not _deleted and _content <=> _stored_content as _unchanged
+    from ranked
+    where _rank = 1 and not (_deleted and _stored_content is null)
 )
-select {select_columns}, {quote(COMMIT_ID)}, {quote(COMMIT_TS)}, _deleted, _is_new
-from winners"""
+select {select_columns},
+    case when not _incoming then {commit} when _unchanged then _stored_commit
+        else {literal(commit_id)} end as {commit},
+    case when not _incoming then {commit_ts} when _unchanged then _stored_commit_ts
+        else {new_ts} end as {commit_ts},
+    _deleted, _incoming and not _unchanged as _is_new
+from winners{kept}"""
 
 
 # --- the commit ---------------------------------------------------------------------
@@ -415,32 +425,52 @@ def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None)
     if not affected:
         return CommitResult(None, 0, 0)
     merged = merge_sql(spec, source, data, commit_id, affected)
-    partition_columns = ", ".join(quote(p) for p in spec.partition_by)
-    touched = sql(
-        f"select {partition_columns + ', ' if partition_columns else ''}max(_is_new)"
-        f" from ({merged}) {'group by ' + partition_columns if partition_columns else ''}"
-    )
-    changed = [tuple(row[:-1]) for row in touched if row[-1]]
-    if not changed:
-        return CommitResult(None, 0, len(touched))
-    columns = ", ".join(quote(c) for c in [*data, COMMIT_ID, COMMIT_TS, *spec.partition_by])
-    sql(
-        f"insert into {spec.versions} by name select {columns}, {literal(commit_id)} as {VERSION}"
-        f" from ({merged}) where not _deleted and {_among(spec.partition_by, changed)}"
-    )
+    _write_new_versions(sql, spec, merged, data, commit_id)
     written = _written_paths(sql, spec, commit_id)
+    emptied = _emptied_paths(sql, spec, merged) if spec.delete_marker else set()
     changes = tuple(
-        PartitionChange(
-            path,
-            state.versions.get(path),
-            commit_id if path in written or not spec.partition_by else None,
-        )
-        for path in (partition_path(spec.partition_by, values) for values in changed)
+        PartitionChange(path, state.versions.get(path), commit_id if path in written else None)
+        for path in sorted(written | emptied)
     )
+    if not changes:
+        return CommitResult(None, 0, len(affected))
     entry = LogEntry(commit_id, PENDING, changes)
     write_log(sql, spec, entry)
-    finish(sql, spec, entry)
-    return CommitResult(commit_id, len(changes), len(touched))
+    finish(sql, spec, entry, state)
+    return CommitResult(commit_id, len(changes), len(affected))
+
+
+def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str], commit: str):
+    """Write every row of each partition the batch changes as the version `commit`.
+
+    One job: the merge appears twice (rows, and the partitions with a new
+    row) but Spark computes it once and reuses its shuffles.
+    """
+    columns = ", ".join(quote(c) for c in [*data, COMMIT_ID, COMMIT_TS, *spec.partition_by])
+    if spec.partition_by:
+        keys = ", ".join(quote(p) for p in spec.partition_by)
+        on = " and ".join(f"m.{quote(p)} <=> c.{quote(p)}" for p in spec.partition_by)
+        rows = (
+            f"merged as m left semi join (select distinct {keys} from merged where _is_new)"
+            f" as c on {on} where not _deleted"
+        )
+    else:
+        rows = "merged where not _deleted and exists (select 1 from merged where _is_new)"
+    sql(
+        f"with merged as ({merged})"
+        f" insert into {spec.versions} by name select {columns}, {literal(commit)} as {VERSION}"
+        f" from {rows}"
+    )
+
+
+def _emptied_paths(sql: Sql, spec: UpsertSpec, merged: str) -> set[str]:
+    """Paths of the partitions whose every row the batch deleted (no version to write)."""
+    keys = ", ".join(quote(p) for p in spec.partition_by)
+    rows = sql(
+        f"select {keys + ', ' if keys else ''}true from ({merged})"
+        f"{' group by ' + keys if keys else ''} having max(_is_new) and not max(not _deleted)"
+    )
+    return {partition_path(spec.partition_by, row[:-1]) for row in rows}
 
 
 def _partitions_of(sql: Sql, spec: UpsertSpec, source: str) -> list[tuple]:
@@ -465,47 +495,69 @@ def _among(columns: Sequence[str], values: list[tuple]) -> str:
 
 
 def _written_paths(sql: Sql, spec: UpsertSpec, commit_id: str) -> set[str]:
-    """Partition paths the commit wrote rows to (an emptied partition has none)."""
-    if not spec.partition_by:
-        return set()
-    suffix = f"/{VERSION}={commit_id}"
+    """Paths of the partitions the commit wrote rows to ("" for an unpartitioned table)."""
     version = f"({quote(VERSION)} = {literal(commit_id)})"
     rows = sql(f"show partitions {spec.versions} partition {version}")
-    return {row[0][: -len(suffix)] for row in rows if row[0].endswith(suffix)}
+    suffix = f"{VERSION}={commit_id}"
+    return {row[0][: -len(suffix)].rstrip("/") for row in rows if row[0].endswith(suffix)}
 
 
-def finish(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
-    """Point every changed partition at its new version, log the commit, drop old versions.
+def finish(sql: Sql, spec: UpsertSpec, entry: LogEntry, before: TableState) -> TableState:
+    """Point every changed partition at its new version, log the commit, drop old versions;
+    the state after (`before` is the state the commit started from).
 
     Safe to repeat: recovery runs it again for a commit a killed run left pending.
     """
-    store = table_location(sql, spec.versions)
-    for change in entry.changes:
-        _point(sql, spec, store, change.path, change.current)
+    _point(sql, spec, [(c.path, c.current, c.previous) for c in entry.changes])
     write_log(sql, spec, LogEntry(entry.commit_id, COMMITTED, entry.changes))
     sql(f"refresh table {spec.target}")
-    clean_versions(sql, spec)
+    after = committed(before, entry)
+    clean_versions(sql, spec, after)
+    return after
 
 
-def _point(sql: Sql, spec: UpsertSpec, store: str, path: str, version: str | None) -> None:
-    """Make one partition (or the whole unpartitioned table) read `version`; None drops it."""
+def _point(sql: Sql, spec: UpsertSpec, moves: list[tuple[str, str | None, str | None]]) -> None:
+    """Make each partition (path) read a version instead of another: (path, to, was).
+
+    `to` None drops the partition; `was` None means it may not exist yet.
+    Partitions are added and dropped in one statement each and moved one by
+    one: every metastore update is whole per partition, and repeating the
+    moves gives the same result (recovery and rollback rely on it).
+    """
+    store = table_location(sql, spec.versions)
     if not spec.partition_by:
-        location = f"{store}/{EMPTY}"
-        if version is not None:
-            # An emptied table still needs a (then empty) directory to point at.
-            versions = spec.versions
-            sql(f"alter table {versions} add if not exists partition ({VERSION} = '{version}')")
-            location = f"{store}/{VERSION}={version}"
-        sql(f"alter table {spec.target} set location {literal(location)}")
+        (_, version, _), *_ = moves
+        _point_unpartitioned(sql, spec, store, version)
         return
-    where = partition_spec(spec.partition_by, path_values(path))
-    if version is None:
-        sql(f"alter table {spec.target} drop if exists partition {where}")
-        return
-    location = f"{store}/{path}/{VERSION}={version}"
     target = spec.target
-    sql(f"alter table {target} add if not exists partition {where} location {literal(location)}")
-    sql(f"alter table {target} partition {where} set location {literal(location)}")
+
+    def where(path: str) -> str:
+        return "partition " + partition_spec(spec.partition_by, path_values(path))
+
+    def location(path: str, version: str) -> str:
+        return literal(f"{store}/{path}/{VERSION}={version}")
+
+    dropped = [where(path) for path, to, _ in moves if to is None]
+    if dropped:
+        sql(f"alter table {target} drop if exists {', '.join(dropped)}")
+    # A partition reading a version exists; one that read none may (a killed run added it).
+    new = [(path, to) for path, to, was in moves if to is not None and was is None]
+    if new:
+        added = " ".join(f"{where(path)} location {location(path, to)}" for path, to in new)
+        sql(f"alter table {target} add if not exists {added}")
+    for path, to, was in moves:
+        if to is not None and was is not None:
+            sql(f"alter table {target} {where(path)} set location {location(path, to)}")
+
+
+def _point_unpartitioned(sql: Sql, spec: UpsertSpec, store: str, version: str | None) -> None:
+    """Make an unpartitioned table read `version` (None: no rows)."""
+    location = f"{store}/{EMPTY}"
+    if version is not None:
+        # An emptied table still needs a (then empty) directory to point at.
+        sql(f"alter table {spec.versions} add if not exists partition ({VERSION} = '{version}')")
+        location = f"{store}/{VERSION}={version}"
+    sql(f"alter table {spec.target} set location {literal(location)}")
 
 
 def recover(sql: Sql, spec: UpsertSpec) -> TableState:
@@ -513,13 +565,15 @@ def recover(sql: Sql, spec: UpsertSpec) -> TableState:
     state = read_log(sql, spec)
     if state.pending is None:
         return state
-    finish(sql, spec, state.pending)
-    return read_log(sql, spec)
+    return finish(sql, spec, state.pending, state)
 
 
-def clean_versions(sql: Sql, spec: UpsertSpec) -> int:
-    """Drop stored versions no partition reads and no rollback needs; how many were dropped."""
-    state = read_log(sql, spec)
+def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> int:
+    """Drop stored versions no partition reads and no rollback needs; how many were dropped.
+
+    `state` is the table's state when the caller knows it (else the log is read).
+    """
+    state = state or read_log(sql, spec)
     retained = state.retained()
     if not spec.partition_by:
         retained = {("", version) for _, version in retained}
@@ -553,9 +607,7 @@ def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
             f"{spec.target} has no commit to roll back: it has none, or its last one was"
             " rolled back already (only the last commit is kept)."
         )
-    store = table_location(sql, spec.versions)
-    for change in last.changes:
-        _point(sql, spec, store, change.path, change.previous)
+    _point(sql, spec, [(c.path, c.previous, c.current) for c in last.changes])
     write_log(sql, spec, LogEntry(last.commit_id, ROLLED_BACK, last.changes))
     sql(f"refresh table {spec.target}")
     return last.commit_id

@@ -20,6 +20,8 @@
         partition_by: partition columns; only partitions holding a changed key are rewritten
         delete_marker: a boolean column; a winning row with true removes its key
         on_schema_change: ignore (default), append_new_columns or fail
+        incremental_predicates: stored rows failing them (the table is aliased
+            DBT_INTERNAL_DEST) take no part in the merge and are kept as they are
 #}
 
 {#-- dbt-spark's validation, with `upsert` accepted on any file format we write. --#}
@@ -53,6 +55,7 @@
         'partition_by': config.get('partition_by'),
         'delete_marker': config.get('delete_marker'),
         'on_schema_change': config.get('on_schema_change'),
+        'incremental_predicates': config.get('predicates') or config.get('incremental_predicates'),
     } -%}
     {%- do return(adapter.upsert_into(source, target, options)) -%}
 {% endmacro %}
