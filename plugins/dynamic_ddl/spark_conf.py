@@ -42,6 +42,10 @@ def session_settings() -> dict[str, str]:
         # names only (fast), not by fetching every partition's metadata.
         "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
         "spark.sql.hive.metastorePartitionPruningFastFallback": "true",
+        # The metastore parses `day in (...)` as nested ORs and overflows its stack
+        # near 1,000 values (an upsert touching 1,000 partitions): above 100 values,
+        # send it a range and keep the exact filter in Spark.
+        "spark.sql.hive.metastorePartitionPruningInSetThreshold": "100",
         # Pivots are wide `max(case when ...)` plans; inferring filter constraints
         # over them grows without bound (a 1 GiB driver ran out of heap in the
         # optimizer on batch 2 of the sample). Our filters are written explicitly.
