@@ -26,6 +26,12 @@ from tests.adapter.targets import session_profile
 WITHOUT_MANHATTAN = "union all\nselect 'NY','New York','Manhattan','2021-04-01'\n"
 
 
+def upsert_models(**config) -> dict:
+    """A project_config_update: every model an `upsert` on Parquet, with `config`."""
+    settings = {"file_format": "parquet", "incremental_strategy": "upsert", **config}
+    return {"models": {f"+{key}": value for key, value in settings.items()}}
+
+
 def _expected_first(adapter, relations, **kwargs):
     """check_relations_equal comparing the columns of the expected (second) relation."""
     return check_relations_equal(adapter, list(reversed(relations)), **kwargs)
@@ -47,13 +53,7 @@ class UpsertSuite:
 class TestUpsertUniqueKey(UpsertSuite, unique_suite.BaseIncrementalUniqueKey):
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return {
-            "models": {
-                "+file_format": "parquet",
-                "+incremental_strategy": "upsert",
-                "+ordering_field": "last_visit_date",
-            }
-        }
+        return upsert_models(ordering_field="last_visit_date")
 
     @pytest.fixture(scope="class")
     def models(self):
@@ -104,14 +104,7 @@ class TestUpsertUniqueKey(UpsertSuite, unique_suite.BaseIncrementalUniqueKey):
 class TestUpsertOnSchemaChange(UpsertSuite, schema_suite.BaseIncrementalOnSchemaChange):
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return {
-            "models": {
-                "+file_format": "parquet",
-                "+incremental_strategy": "upsert",
-                "+unique_key": "id",
-                "+ordering_field": "id",
-            }
-        }
+        return upsert_models(unique_key="id", ordering_field="id")
 
     @pytest.fixture(autouse=True)
     def compare_expected_columns(self, monkeypatch):
@@ -131,14 +124,9 @@ class TestUpsertIncrementalPredicates(UpsertSuite, predicates_suite.BaseIncremen
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return {
-            "models": {
-                "+file_format": "parquet",
-                "+incremental_strategy": "upsert",
-                "+incremental_predicates": ["DBT_INTERNAL_DEST.id != 2"],
-                "+ordering_field": "id",
-            }
-        }
+        return upsert_models(
+            incremental_predicates=["DBT_INTERNAL_DEST.id != 2"], ordering_field="id"
+        )
 
 
 class TestUpsertPredicatesConfig(TestUpsertIncrementalPredicates):
@@ -146,14 +134,7 @@ class TestUpsertPredicatesConfig(TestUpsertIncrementalPredicates):
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return {
-            "models": {
-                "+file_format": "parquet",
-                "+incremental_strategy": "upsert",
-                "+predicates": ["id != 2"],
-                "+ordering_field": "id",
-            }
-        }
+        return upsert_models(predicates=["id != 2"], ordering_field="id")
 
 
 CONTRACT_MODEL = """
