@@ -350,7 +350,12 @@ def merge_sql(
     (values), a literal filter so the target's other partitions are never
     listed or read; stored rows failing the spec's predicates are kept as
     they are. Columns: the target's, plus `_is_new` (the row changes the
-    partition) and `_deleted` (the key is removed).
+    partition), `_deleted` (the key is removed) and, for a partitioned
+    table, `_changes_partition` (its partition has a new row).
+
+    Rows are shuffled by partition only: one exchange serves the ranking per
+    key and the flag per partition, and each partition's new version is
+    written by one task (one file rather than one per shuffle task).
     """
     key = ", ".join(quote(k) for k in [*spec.partition_by, *spec.unique_key])
     columns = [*data, *spec.partition_by]
@@ -373,17 +378,21 @@ from {stored} and not coalesce({matched}, false)"""
         else ""
     )
     new_ts = f"timestamp {literal(commit_time(commit_id).isoformat(sep=' '))}"
-    return f"""
+    partitions = ", ".join(quote(p) for p in spec.partition_by)
+    by_partition = f"\ndistribute by {partitions}" if partitions else ""
+    merged = f"""
 with
 candidates as (
-    select {select_columns}, cast(null as string) as {commit},
-        cast(null as timestamp) as {commit_ts}, {deleted} as _deleted, true as _incoming,
-        {content} as _content
-    from {source}
-    union all
-    select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _incoming,
-        {content} as _content
-    from {stored} and {matched}
+    select * from (
+        select {select_columns}, cast(null as string) as {commit},
+            cast(null as timestamp) as {commit_ts}, {deleted} as _deleted, true as _incoming,
+            {content} as _content
+        from {source}
+        union all
+        select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _incoming,
+            {content} as _content
+        from {stored} and {matched}
+    ){by_partition}
 ),
 ranked as (
     select *,
@@ -408,6 +417,12 @@ select {select_columns},
         else {new_ts} end as {commit_ts},
     _deleted, _incoming and not _unchanged as _is_new
 from winners{kept}"""
+    if not partitions:
+        return merged
+    return f"""
+select *, max(_is_new) over (partition by {partitions}) as _changes_partition
+from ({merged}
+)"""
 
 
 # --- the commit ---------------------------------------------------------------------
@@ -443,17 +458,12 @@ def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None)
 def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str], commit: str):
     """Write every row of each partition the batch changes as the version `commit`.
 
-    One job: the merge appears twice (rows, and the partitions with a new
-    row) but Spark computes it once and reuses its shuffles.
+    One job, merge and write; an unpartitioned table computes the merge
+    twice (its rows, and whether any is new).
     """
     columns = ", ".join(quote(c) for c in [*data, COMMIT_ID, COMMIT_TS, *spec.partition_by])
     if spec.partition_by:
-        keys = ", ".join(quote(p) for p in spec.partition_by)
-        on = " and ".join(f"m.{quote(p)} <=> c.{quote(p)}" for p in spec.partition_by)
-        rows = (
-            f"merged as m left semi join (select distinct {keys} from merged where _is_new)"
-            f" as c on {on} where not _deleted"
-        )
+        rows = "merged where _changes_partition and not _deleted"
     else:
         rows = "merged where not _deleted and exists (select 1 from merged where _is_new)"
     sql(
