@@ -6,11 +6,13 @@ does). The batch updates 1% of the 1x table's rows, spread over 2% of its
 partitions; it is written to Parquet first (untimed), so both sides read the
 same input. `upsert` commits it through the copy-on-write protocol;
 `rebuild` recomputes the whole table (latest row per key over table + batch)
-and writes it anew. Each figure is the median of RUNS runs. The 10x table is
-not rebuilt: no goal compares against it, and it would take minutes.
+and writes it anew. An upsert figure is the median of UPSERT_RUNS commits
+(its first ones pay for compiling new query shapes), a rebuild's of
+REBUILD_RUNS. The 10x table is not rebuilt: no goal compares against it,
+and it would take minutes.
 
 A commit has a fixed cost (a dozen metastore calls and small Spark jobs,
-about 1.5 s here) whatever the table's size, while a rebuild grows with the
+about 1.4 s here) whatever the table's size, while a rebuild grows with the
 table: a day partition holds 100,000 rows (a fleet of 100,000 devices), so
 the comparison is made on a table where one would consider upserts, as in
 Hoodie's case (24 min -> 2 min).
@@ -30,8 +32,8 @@ from dynamic_ddl.upsert.protocol import UpsertSpec, upsert
 PARTITIONS = 100
 ROWS_PER_PARTITION = 100_000
 GROWTH = 10
-RUNS = 3
-REBUILD_RUNS = {"1x": RUNS, "10x": 0}
+UPSERT_RUNS = 5
+REBUILD_RUNS = {"1x": 3, "10x": 0}
 SCHEMA = "bench_upsert"
 BENCH_DIR = spark_conf.project_root() / ".local" / "bench" / "upsert"
 
@@ -115,7 +117,7 @@ def measure(scales: tuple[str, ...] = ("1x", "10x")) -> dict:
             name = f"t_{scale}"
             rows(spark, partitions, ROWS_PER_PARTITION, 1).createOrReplaceTempView("bench_load")
             upsert(sql, spec(name), "bench_load")  # not timed: the table's first commit
-            upserts = [timed_upsert(spark, sql, name, 2 + run) for run in range(RUNS)]
+            upserts = [timed_upsert(spark, sql, name, 2 + run) for run in range(UPSERT_RUNS)]
             table = f"{SCHEMA}.{name}"
             rebuilds = [rebuild(spark, table, 10 + run) for run in range(REBUILD_RUNS[scale])]
             results[scale] = {
@@ -140,7 +142,7 @@ def report(results: dict) -> str:
         rebuild, ratio = "not run", "-"
         if r["rebuild"] is not None:
             rebuild = f"{r['rebuild']:.2f} ({r['rebuild_runs']})"
-            ratio = f"{r['upsert'] / r['rebuild']:.2f}x"
+            ratio = f"{r['upsert'] / r['rebuild']:.3f}x"
         rows_.append(
             f"| {scale} | {r['rows']:,} | {r['partitions']} | {r['upsert']:.2f} |"
             f" {rebuild} | {ratio} |"
