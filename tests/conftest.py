@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from dynamic_ddl import spark_conf
 
 PROJECT_ROOT = spark_conf.project_root()
 TEST_STATE_DIR = PROJECT_ROOT / ".local" / "pytest"
+DBT = Path(sys.executable).with_name("dbt")  # the CLI of this virtualenv
 os.environ[spark_conf.STATE_DIR_ENV] = str(TEST_STATE_DIR)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -84,3 +88,17 @@ def thrift_server(state_dir: Path):
     info = start_server(config)
     yield info
     stop_server(config.state_dir)
+
+
+@contextmanager
+def connect_to_fresh_schema(server, schema: str) -> Iterator:
+    """A Spark Connect session on `server`, with `schema` dropped and created anew."""
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.builder.remote(server.connect_url).create()
+    session.sql(f"drop schema if exists {schema} cascade")
+    session.sql(f"create schema {schema}")
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -20,9 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, free_port
-
-DBT = Path(sys.executable).with_name("dbt")
+from tests.conftest import DBT, PROJECT_ROOT, free_port
 
 
 def dbt_cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -14,6 +14,8 @@ import textwrap
 
 import pytest
 
+from tests.conftest import connect_to_fresh_schema
+
 SCHEMA = "upsert_kill"
 PARTITIONS, ROWS = 24, 1200  # enough partitions to kill mid-swap
 
@@ -51,13 +53,8 @@ UPSERT_SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def connect(thrift_server):
-    from pyspark.sql.connect.session import SparkSession
-
-    session = SparkSession.builder.remote(thrift_server.connect_url).create()
-    session.sql(f"drop schema if exists {SCHEMA} cascade")
-    session.sql(f"create schema {SCHEMA}")
-    yield session
-    session.stop()
+    with connect_to_fresh_schema(thrift_server, SCHEMA) as session:
+        yield session
 
 
 def _start(url: str, table: str, version: int, *kill_at: str | int) -> subprocess.Popen:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import DBT, connect_to_fresh_schema
 
 SCHEMA = "upsert_kill_dbt"
 DAYS, DEVICES = 24, 1200  # device i lives in day i % DAYS
@@ -40,7 +41,6 @@ MODELS = {
     "sources.yml": f"sources:\n  - name: feed\n    schema: {SCHEMA}\n    tables:\n"
     "      - name: updates\n",
 }
-DBT = Path(sys.executable).with_name("dbt")
 
 
 def batch_sql(batch: int) -> str:
@@ -68,13 +68,8 @@ def expected_rows() -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def connect(thrift_server):
-    from pyspark.sql.connect.session import SparkSession
-
-    session = SparkSession.builder.remote(thrift_server.connect_url).create()
-    session.sql(f"drop schema if exists {SCHEMA} cascade")
-    session.sql(f"create schema {SCHEMA}")
-    yield session
-    session.stop()
+    with connect_to_fresh_schema(thrift_server, SCHEMA) as session:
+        yield session
 
 
 @pytest.fixture(scope="module")
