@@ -242,9 +242,11 @@ def write_log(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
     )
     array = f"array({changes})" if changes else f"cast(array() as {CHANGES_TYPE})"
     with _LOG_WRITES:
+        # A static partition: the insert lists only this table's log partition.
         sql(
-            f"insert into {spec.log} select {literal(entry.commit_id)}, {literal(entry.action)},"
-            f" {array}, current_timestamp(), {literal(spec.table_name)}"
+            f"insert into {spec.log} partition (table_name = {literal(spec.table_name)})"
+            f" select {literal(entry.commit_id)}, {literal(entry.action)}, {array},"
+            " current_timestamp()"
         )
 
 
@@ -259,13 +261,16 @@ def log_ddl(spec: UpsertSpec) -> str:
     )
 
 
-def ensure_tables(sql: Sql, spec: UpsertSpec, source: str) -> list[tuple[str, str]]:
-    """Create the log, the version store and the target if missing; add new columns.
+def ensure_tables(
+    sql: Sql, spec: UpsertSpec, source_columns: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Create the log, the version store and the target if missing; add the source's
+    new columns (`source_columns`: its (name, type), as table_columns gives them).
 
     Returns the target's data columns (no lineage, no partition columns).
     """
     sql(log_ddl(spec))
-    source_columns = [(n, t) for n, t in table_columns(sql, source) if n != spec.delete_marker]
+    source_columns = [(n, t) for n, t in source_columns if n != spec.delete_marker]
     names = {n.lower() for n, _ in source_columns}
     for column in (*spec.unique_key, spec.ordering_field, *spec.partition_by):
         if column.lower() not in names:
@@ -448,9 +453,10 @@ from ({merged}
 def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None) -> CommitResult:
     """Upsert the rows of `source` (a table or view) into the target (see the module docstring)."""
     spec.validate()
-    data_columns = ensure_tables(sql, spec, source)
+    source_columns = table_columns(sql, source)
+    data_columns = ensure_tables(sql, spec, source_columns)
     data = [name for name, _ in data_columns]
-    source = aligned_source(spec, source, data_columns, table_columns(sql, source))
+    source = aligned_source(spec, source, data_columns, source_columns)
     state = recover(sql, spec)
     commit_id = next_commit_id(now or datetime.now(UTC), state.last_commit_id)
     affected = _partitions_of(sql, spec, source)
@@ -537,7 +543,6 @@ def finish(sql: Sql, spec: UpsertSpec, entry: LogEntry, before: TableState) -> T
     """
     _point(sql, spec, [(c.path, c.current, c.previous) for c in entry.changes])
     write_log(sql, spec, LogEntry(entry.commit_id, COMMITTED, entry.changes))
-    sql(f"refresh table {spec.target}")
     after = committed(before, entry)
     clean_versions(sql, spec, after)
     return after
@@ -549,7 +554,8 @@ def _point(sql: Sql, spec: UpsertSpec, moves: list[tuple[str, str | None, str | 
     `to` None drops the partition; `was` None means it may not exist yet.
     Partitions are added and dropped in one statement each and moved one by
     one: every metastore update is whole per partition, and repeating the
-    moves gives the same result (recovery and rollback rely on it).
+    moves gives the same result (recovery and rollback rely on it). Each of
+    these statements refreshes the table in the session that runs it.
     """
     store = table_location(sql, spec.versions)
     if not spec.partition_by:
@@ -636,7 +642,6 @@ def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
         )
     _point(sql, spec, [(c.path, c.previous, c.current) for c in last.changes])
     write_log(sql, spec, LogEntry(last.commit_id, ROLLED_BACK, last.changes))
-    sql(f"refresh table {spec.target}")
     return last.commit_id
 
 
