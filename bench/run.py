@@ -47,9 +47,10 @@ def main() -> None:
     sections.append(
         "## Raw ingestion\n\n"
         "device_events from the sample generator at 1x, 4x and 16x; one local[2] "
-        "session (4 GiB driver), warmed up; median of 3 runs. `ours` is the whole raw "
+        "session (4 GiB driver), warmed up; median of 3 runs. `ours new` is the whole raw "
         "model's work (`ingest_topic` into an empty schema: ledger, schema inference, "
-        "parse, flatten, child table, quarantine, registry); `ours_known` the same for a "
+        "new-path check, parse, flatten, child table, quarantine, registry); `ours known` "
+        "the same for a "
         "topic whose tables exist (an earlier, smaller batch, not timed); `bare` is "
         "`spark.read.json(files).write.parquet(out)`; `naive` explodes every leaf to "
         "key/value rows and pivots back with MAX(CASE WHEN) by event id and timestamp.\n\n"
