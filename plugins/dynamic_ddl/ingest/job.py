@@ -4,12 +4,14 @@ For each batch (pending ones from an interrupted run first, then new files):
 
 1. record its files in the ledger as `pending` (with their line counts);
 2. infer the batch's schema, plan the registry (new, widened, stale columns);
-3. create, widen or `ADD COLUMNS` to the raw table and its child tables;
-4. write raw rows, child rows and quarantine rows, each into the batch's own
-   partitions only. Each write parses the lines it needs once, in the same
-   job as the write: child tables and quarantine parse only the fields they
-   read, and quarantine is skipped when no line was rejected;
-5. write the registry, then mark the ledger entries `committed`.
+3. parse every line once, into the batch's staging Parquet (each line with
+   its parsed record or its reason for quarantine); the new-path check,
+   the raw, child and quarantine writes all read it, and no JSON again;
+4. create, widen or `ADD COLUMNS` to the raw table and its child tables;
+5. write raw rows, child rows and quarantine rows, each into the batch's own
+   partitions only (quarantine is skipped when no line was rejected);
+6. write the registry, then mark the ledger entries `committed`; drop the
+   staging files.
 
 A run killed anywhere leaves the batch `pending`; the next run repeats it
 under the same batch id, overwriting the same partitions, so the result is
@@ -69,14 +71,16 @@ from dynamic_ddl.ingest.raw_rows import (
     table_leaves,
 )
 from dynamic_ddl.ingest.tables import (
+    database_location,
     ensure_table,
     overwrite_partitions,
+    remove_local_dir,
     rewrite_widened,
     table_exists,
 )
 from dynamic_ddl.ingest.topics import TopicConfig
-from dynamic_ddl.schema.flatten import Leaf, field_at, max_depth, prune_schema
-from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, base_column_name
+from dynamic_ddl.schema.flatten import Leaf, field_at
+from dynamic_ddl.schema.naming import JsonPath, base_column_name
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan, plan_schema, spark_type
 from dynamic_ddl.spark_conf import project_root
 
@@ -213,21 +217,11 @@ def _holds_value_at(ordinals: tuple[int, ...]) -> Callable[[Column], Column]:
     return lambda element: field_at(element, ordinals).isNotNull()
 
 
-def _table_path(path: JsonPath) -> JsonPath:
-    """The path of the raw table's field that holds `path` (a child array for element leaves)."""
-    return path[: path.index(ELEMENT_KEY)] if ELEMENT_KEY in path else path
-
-
-def valued_paths(
-    lines: DataFrame, source: StructType, candidates: set[JsonPath], limits: LineLimits
-) -> set[JsonPath]:
+def valued_paths(parsed: DataFrame, source: StructType, candidates: set[JsonPath]) -> set[JsonPath]:
     """The candidate paths at which at least one accepted record holds a value.
 
-    One pass that parses only the candidates' fields (all of a line when it
-    may be nested too deeply, to judge it alike).
+    `parsed` is the staged batch (parsed with `source`); one aggregate over it.
     """
-    if max_depth(source) <= limits.max_depth:
-        source = prune_schema(source, {_table_path(path) for path in candidates})
     record = F.col(RECORD)
     parent, children = table_leaves(source)
     checks: list[tuple[JsonPath, Column]] = [
@@ -242,12 +236,32 @@ def valued_paths(
                 holds = F.exists(array, _holds_value_at(leaf.ordinals))
                 checks.append((leaf.path, F.coalesce(holds, F.lit(False))))
     accepted = F.col(REJECT_REASON).isNull()
-    row = (
-        parse_lines(lines, source, limits)
-        .agg(F.lit(0), *[F.count_if(accepted & check) for _, check in checks])
-        .first()
-    )
+    row = parsed.agg(F.lit(0), *[F.count_if(accepted & check) for _, check in checks]).first()
     return {path for i, (path, _) in enumerate(checks) if row[i + 1] > 0}
+
+
+def staging_location(spark: SparkSession, table: str) -> str:
+    """Where a raw table's batch is staged: `<database location>/_staging/<table>`."""
+    schema, name = table.split(".")
+    return f"{database_location(spark, schema)}/_staging/{name}"
+
+
+def stage_batch(
+    spark: SparkSession, settings: IngestSettings, files: list[str], source: StructType
+) -> tuple[DataFrame, LineCounts]:
+    """Parse the batch's lines once, with `source`, into its staging Parquet.
+
+    Returns the staged lines (`_source_file`, `line`, `_record`,
+    `_reject_reason`) and their counts. Reading Parquet back is far cheaper
+    than parsing JSON again, and every later pass reads it; a rerun of the
+    batch overwrites it.
+    """
+    observation = Observation()
+    location = staging_location(spark, settings.table)
+    parse_lines(read_text_lines(spark, files), source, settings.limits, observation).write.mode(
+        "overwrite"
+    ).parquet(location)
+    return spark.read.parquet(location), LineCounts.observed(observation)
 
 
 def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
@@ -290,11 +304,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     draft = plan_tables(settings, registry, inferred, batch.batch_id)
     source = parse_schema(inferred, parse_types(draft, inferred))
-    lines = read_text_lines(spark, files)
+    parsed, counts = stage_batch(spark, settings, files, source)
     # Inference sees quarantined lines too: a new path gets a column only if
     # an accepted record holds a value there.
     new_paths = {entry.json_keys for plan in draft.values() for entry in plan.added}
-    valued = valued_paths(lines, source, new_paths, settings.limits) if new_paths else set()
+    valued = valued_paths(parsed, source, new_paths) if new_paths else set()
     plans = plan_tables(
         settings,
         registry,
@@ -303,10 +317,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         keep=lambda path: path not in new_paths or path in valued,
     )
     prepare_tables(spark, settings, plans)
-    counts = write_batch(spark, settings, context, lines, source, plans)
+    write_batch(spark, settings, context, parsed, counts, source, plans)
 
     _write_registry(spark, settings, registry, plans)
     _record_ledger(spark, settings, batch, COMMITTED)
+    remove_local_dir(staging_location(spark, settings.table))
     return BatchSummary(
         topic=topic.name,
         batch_id=batch.batch_id,
@@ -352,69 +367,38 @@ def write_batch(
     spark: SparkSession,
     settings: IngestSettings,
     context: BatchContext,
-    lines: DataFrame,
+    parsed: DataFrame,
+    counts: LineCounts,
     source: StructType,
     plans: dict[str, SchemaPlan],
-) -> LineCounts:
-    """Write the batch's raw rows, child rows and quarantine rows, each to its own partitions.
-
-    Returns the line counts observed while writing the raw rows. Every pass
-    must judge the lines alike; if one does not, the batch stays pending.
-    """
-    topic, limits = settings.topic, settings.limits
+) -> None:
+    """Write the staged batch's raw rows, child rows and quarantine rows, each to its own
+    partitions. `counts` are the staged lines' counts."""
+    topic = settings.topic
     event_time = dotted(topic.event_time)
-    observation = Observation()
-    parsed = parse_lines(lines, source, limits, observation)
     entries = plans[_bare(settings.table)].entries
     overwrite_partitions(
         spark, settings.table, raw_rows(parsed, context, source, entries, event_time)
     )
-    counts = LineCounts.observed(observation)
-    # A line nested too deeply is found only by parsing all of it; otherwise
-    # each pass parses just the fields it reads.
-    whole = max_depth(source) > limits.max_depth
-    for path in _child_paths(source):
-        needed = {path, event_time, *(dotted(key) for key in topic.record_key)}
-        child_source = source if whole else prune_schema(source, needed)
-        parent, children = table_leaves(child_source)
-        child = next(c for c in children if c.path == path)
-        table = child_table_name(settings.table, path)
-        child_observation = Observation()
+    parent, children = table_leaves(source)
+    for child in children:
+        table = child_table_name(settings.table, child.path)
         rows = child_rows(
-            parse_lines(lines, child_source, limits, child_observation),
+            parsed,
             context,
-            child_source,
+            source,
             child,
             plans[_bare(table)].entries,
             _parent_keys(topic, parent),
             event_time,
         )
         overwrite_partitions(spark, table, rows)
-        _check_same_verdicts(counts, LineCounts.observed(child_observation), table)
-    quarantine_observation = Observation()
-    quarantine_schema = source if whole else StructType([])
-    rejected = _quarantine(
-        spark, lines, quarantine_schema, counts, limits, context, quarantine_observation
-    )
+    rejected = _quarantine(spark, parsed, counts, context)
     write_quarantine(spark, settings.bookkeeping.quarantine, rejected, topic.name, context.batch_id)
-    if counts.rejected:
-        observed = LineCounts.observed(quarantine_observation)
-        _check_same_verdicts(counts, observed, settings.bookkeeping.quarantine)
-    return counts
-
-
-def _child_paths(source: StructType) -> list[JsonPath]:
-    return [child.path for child in table_leaves(source)[1]]
 
 
 def _quarantine(
-    spark: SparkSession,
-    lines: DataFrame,
-    schema: StructType,
-    counts: LineCounts,
-    limits: LineLimits,
-    context: BatchContext,
-    observation: Observation,
+    spark: SparkSession, parsed: DataFrame, counts: LineCounts, context: BatchContext
 ) -> DataFrame:
     """The batch's quarantine rows; no pass over the lines when none was rejected.
 
@@ -422,8 +406,7 @@ def _quarantine(
     """
     if not counts.rejected:
         return quarantine_rows(_no_lines(spark), context)
-    judged = parse_lines(lines, schema, limits, observation)
-    rejected = judged.where(F.col(REJECT_REASON).isNotNull())
+    rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
     numbered = number_rejected_lines(
         spark,
         rejected.select("_source_file", "line", REJECT_REASON),
@@ -437,15 +420,6 @@ def _no_lines(spark: SparkSession) -> DataFrame:
     return local_dataframe(
         spark, [], f"_source_file string, _line_number bigint, line string, {REJECT_REASON} string"
     )
-
-
-def _check_same_verdicts(expected: LineCounts, observed: LineCounts, table: str) -> None:
-    if observed != expected:
-        raise RuntimeError(
-            f"Writing {table} judged the batch's lines differently from the raw table "
-            f"({observed} vs {expected}). The batch stays pending and no line is lost; "
-            "please report this with the batch's files."
-        )
 
 
 def _parent_keys(topic: TopicConfig, leaves: list[Leaf]) -> dict[str, Leaf]:

@@ -125,35 +125,6 @@ def with_leaf_types(schema: StructType, types: dict[JsonPath, DataType]) -> Stru
     return retype(schema, ())
 
 
-def prune_schema(schema: StructType, keep: set[JsonPath]) -> StructType:
-    """Only the fields on the way to the paths in `keep`, each kept path with all it holds.
-
-    Parsing with fewer fields builds fewer values (the parser still reads,
-    and checks, the whole line).
-
-    Example:
-        >>> from pyspark.sql.types import LongType
-        >>> inner = StructType([StructField("u", LongType()), StructField("k", LongType())])
-        >>> schema = StructType([StructField("p", inner), StructField("q", LongType())])
-        >>> prune_schema(schema, {("p", "k")}).simpleString()
-        'struct<p:struct<k:bigint>>'
-    """
-
-    def prune(struct: StructType, prefix: JsonPath) -> StructType:
-        fields = []
-        for field in struct.fields:
-            path = (*prefix, field.name)
-            if path in keep:
-                fields.append(field)
-            elif isinstance(field.dataType, StructType) and any(
-                kept[: len(path)] == path for kept in keep
-            ):
-                fields.append(StructField(field.name, prune(field.dataType, path), True))
-        return StructType(fields)
-
-    return prune(schema, ())
-
-
 def max_depth(schema: DataType) -> int:
     """How deeply structs and arrays nest in a type (a scalar is 0)."""
     if isinstance(schema, StructType):
