@@ -8,7 +8,7 @@ same input. `upsert` commits it through the copy-on-write protocol;
 `rebuild` recomputes the whole table (latest row per key over table + batch)
 and writes it anew. An upsert figure is the median of UPSERT_RUNS commits,
 after WARMUP_UPSERTS untimed ones (the JVM compiles the commit's code paths
-over its first commits, as a long-running Thrift server has long done); a
+over its first commits; a long-running Thrift server has done so long ago); a
 rebuild's is the median of REBUILD_RUNS (a rebuild runs long enough to warm
 up within its first run). The 10x table is not rebuilt: no goal compares against it,
 and it would take minutes.

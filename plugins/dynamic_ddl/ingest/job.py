@@ -247,9 +247,13 @@ def staging_location(spark: SparkSession, table: str) -> str:
 
 
 def stage_batch(
-    spark: SparkSession, settings: IngestSettings, files: list[str], source: StructType
+    spark: SparkSession,
+    settings: IngestSettings,
+    files: list[str],
+    source: StructType,
+    location: str,
 ) -> tuple[DataFrame, LineCounts]:
-    """Parse the batch's lines once, with `source`, into its staging Parquet.
+    """Parse the batch's lines once, with `source`, into its staging Parquet at `location`.
 
     Returns the staged lines (`_source_file`, `line`, `_record`,
     `_reject_reason`) and their counts. Reading Parquet back is far cheaper
@@ -257,7 +261,6 @@ def stage_batch(
     batch overwrites it.
     """
     observation = Observation()
-    location = staging_location(spark, settings.table)
     parse_lines(read_text_lines(spark, files), source, settings.limits, observation).write.mode(
         "overwrite"
     ).parquet(location)
@@ -304,7 +307,8 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     draft = plan_tables(settings, registry, inferred, batch.batch_id)
     source = parse_schema(inferred, parse_types(draft, inferred))
-    parsed, counts = stage_batch(spark, settings, files, source)
+    staging = staging_location(spark, settings.table)
+    parsed, counts = stage_batch(spark, settings, files, source, staging)
     # Inference sees quarantined lines too: a new path gets a column only if
     # an accepted record holds a value there.
     new_paths = {entry.json_keys for plan in draft.values() for entry in plan.added}
@@ -321,7 +325,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
 
     _write_registry(spark, settings, registry, plans)
     _record_ledger(spark, settings, batch, COMMITTED)
-    remove_local_dir(staging_location(spark, settings.table))
+    remove_local_dir(staging)
     return BatchSummary(
         topic=topic.name,
         batch_id=batch.batch_id,
