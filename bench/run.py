@@ -49,7 +49,7 @@ def main() -> None:
         "device_events from the sample generator at 1x, 4x and 16x; one local[2] "
         "session (4 GiB driver), warmed up; median of 3 runs. `ours new` is the whole raw "
         "model's work (`ingest_topic` into an empty schema: ledger, schema inference, "
-        "one parse into staging, new-path check, flatten, child table, quarantine, "
+        "one parse into staging, flatten, child table, quarantine, "
         "registry); `ours known` the same for a topic whose tables exist (an earlier, "
         "smaller batch, not timed); `bare` is "
         "`spark.read.json(files).write.parquet(out)`; `naive` explodes every leaf to "

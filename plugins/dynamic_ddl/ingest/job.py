@@ -4,9 +4,10 @@ For each batch (pending ones from an interrupted run first, then new files):
 
 1. record its files in the ledger as `pending` (with their line counts);
 2. infer the batch's schema, plan the registry (new, widened, stale columns);
-3. parse every line once, into the batch's staging Parquet (each line with
-   its parsed record or its reason for quarantine); the new-path check,
-   the raw, child and quarantine writes all read it, and no JSON again;
+3. parse and number every line once, into the batch's staging Parquet (each
+   line with its parsed record or its reason for quarantine), observing on
+   the way which new paths hold values; the raw, child and quarantine writes
+   all read it, and no JSON again;
 4. create, widen or `ADD COLUMNS` to the raw table and its child tables;
 5. write raw rows, child rows and quarantine rows, each into the batch's own
    partitions only (quarantine is skipped when no line was rejected);
@@ -47,7 +48,6 @@ from dynamic_ddl.ingest.ledger import (
     plan_batches,
     scan_inbox,
 )
-from dynamic_ddl.ingest.lines import number_rejected_lines
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import (
     RECORD,
@@ -55,6 +55,7 @@ from dynamic_ddl.ingest.parse import (
     LineLimits,
     exact_numbers,
     infer_schema,
+    line_numbers,
     parse_lines,
     parse_schema,
     read_text_lines,
@@ -90,8 +91,6 @@ RAW_LEADING = [
     ("_raw_json", "string"),
     (OVERFLOW_COLUMN, "map<string,string>"),
 ]
-# Up to this many rejected lines are joined to their numbers without a shuffle.
-BROADCAST_REJECTED_LINES = 50_000
 SUMMARY_COLUMNS = (
     "topic string, batch_id string, files bigint, input_lines bigint, raw_rows bigint, "
     "quarantined_lines bigint, columns_added bigint, columns_widened bigint"
@@ -217,11 +216,8 @@ def _holds_value_at(ordinals: tuple[int, ...]) -> Callable[[Column], Column]:
     return lambda element: field_at(element, ordinals).isNotNull()
 
 
-def valued_paths(parsed: DataFrame, source: StructType, candidates: set[JsonPath]) -> set[JsonPath]:
-    """The candidate paths at which at least one accepted record holds a value.
-
-    `parsed` is the staged batch (parsed with `source`); one aggregate over it.
-    """
+def value_checks(source: StructType, candidates: set[JsonPath]) -> list[tuple[JsonPath, Column]]:
+    """Per candidate path, whether a line's record (parsed with `source`) holds a value there."""
     record = F.col(RECORD)
     parent, children = table_leaves(source)
     checks: list[tuple[JsonPath, Column]] = [
@@ -235,9 +231,7 @@ def valued_paths(parsed: DataFrame, source: StructType, candidates: set[JsonPath
             if leaf.path in candidates:
                 holds = F.exists(array, _holds_value_at(leaf.ordinals))
                 checks.append((leaf.path, F.coalesce(holds, F.lit(False))))
-    accepted = F.col(REJECT_REASON).isNull()
-    row = parsed.agg(F.lit(0), *[F.count_if(accepted & check) for _, check in checks]).first()
-    return {path for i, (path, _) in enumerate(checks) if row[i + 1] > 0}
+    return checks
 
 
 def staging_location(spark: SparkSession, table: str) -> str:
@@ -252,19 +246,28 @@ def stage_batch(
     files: list[str],
     source: StructType,
     location: str,
-) -> tuple[DataFrame, LineCounts]:
-    """Parse the batch's lines once, with `source`, into its staging Parquet at `location`.
+    candidates: set[JsonPath],
+) -> tuple[DataFrame, LineCounts, set[JsonPath]]:
+    """Parse and number the batch's lines once, with `source`, into its staging Parquet.
 
-    Returns the staged lines (`_source_file`, `line`, `_record`,
-    `_reject_reason`) and their counts. Reading Parquet back is far cheaper
-    than parsing JSON again, and every later pass reads it; a rerun of the
-    batch overwrites it.
+    Returns the staged lines (`read_text_lines`' columns, `_record`,
+    `_reject_reason`), their counts, and the `candidates` (new
+    paths) at which at least one accepted record holds a value. Reading
+    Parquet back is far cheaper than parsing JSON again, and every later pass
+    reads it; a rerun of the batch overwrites it.
     """
-    observation = Observation()
-    parse_lines(read_text_lines(spark, files), source, settings.limits, observation).write.mode(
-        "overwrite"
-    ).parquet(location)
-    return spark.read.parquet(location), LineCounts.observed(observation)
+    counts, valued = Observation(), Observation()
+    parsed = parse_lines(read_text_lines(spark, files), source, settings.limits, counts)
+    checks = value_checks(source, candidates)
+    accepted = F.col(REJECT_REASON).isNull()
+    parsed = parsed.observe(
+        valued,
+        F.lit(0).alias("none"),  # an observation needs a metric, even with no candidates
+        *[F.count_if(accepted & check).alias(f"path{i}") for i, (_, check) in enumerate(checks)],
+    )
+    parsed.write.mode("overwrite").parquet(location)
+    held = {path for i, (path, _) in enumerate(checks) if valued.get[f"path{i}"] > 0}
+    return spark.read.parquet(location), LineCounts.observed(counts), held
 
 
 def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
@@ -300,19 +303,18 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     """Ingest one batch of files (see the module docstring for the steps)."""
     topic = settings.topic
     context = BatchContext(topic.name, batch.batch_id, datetime.now(UTC).replace(tzinfo=None))
-    files = [f.path for f in batch.files]
     _record_ledger(spark, settings, batch, PENDING)
 
+    files = [f.path for f in batch.files]
     inferred: StructType = exact_numbers(infer_schema(spark, files))  # type: ignore[assignment]
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     draft = plan_tables(settings, registry, inferred, batch.batch_id)
     source = parse_schema(inferred, parse_types(draft, inferred))
-    staging = staging_location(spark, settings.table)
-    parsed, counts = stage_batch(spark, settings, files, source, staging)
     # Inference sees quarantined lines too: a new path gets a column only if
     # an accepted record holds a value there.
     new_paths = {entry.json_keys for plan in draft.values() for entry in plan.added}
-    valued = valued_paths(parsed, source, new_paths) if new_paths else set()
+    staging = staging_location(spark, settings.table)
+    parsed, counts, valued = stage_batch(spark, settings, files, source, staging, new_paths)
     plans = plan_tables(
         settings,
         registry,
@@ -358,13 +360,12 @@ class LineCounts:
 
     accepted: int
     rejected: int
-    files_with_rejected: list[str]
 
     @classmethod
     def observed(cls, observation: Observation) -> LineCounts:
         """The counts an observation passed to `parse_lines` collected."""
         metrics = observation.get
-        return cls(metrics["accepted"], metrics["rejected"], sorted(metrics["rejected_files"]))
+        return cls(metrics["accepted"], metrics["rejected"])
 
 
 def write_batch(
@@ -397,27 +398,12 @@ def write_batch(
             event_time,
         )
         overwrite_partitions(spark, table, rows)
-    rejected = _quarantine(spark, parsed, counts, context)
-    write_quarantine(spark, settings.bookkeeping.quarantine, rejected, topic.name, context.batch_id)
-
-
-def _quarantine(
-    spark: SparkSession, parsed: DataFrame, counts: LineCounts, context: BatchContext
-) -> DataFrame:
-    """The batch's quarantine rows; no pass over the lines when none was rejected.
-
-    Only the files holding rejected lines are read again, for line numbers.
-    """
-    if not counts.rejected:
-        return quarantine_rows(_no_lines(spark), context)
-    rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
-    numbered = number_rejected_lines(
-        spark,
-        rejected.select("_source_file", "line", REJECT_REASON),
-        counts.files_with_rejected,
-        small=counts.rejected <= BROADCAST_REJECTED_LINES,
-    )
-    return quarantine_rows(numbered, context)
+    # No pass over the staged lines when none was rejected.
+    rejected = _no_lines(spark)
+    if counts.rejected:
+        rejected = line_numbers(parsed, parsed.where(F.col(REJECT_REASON).isNotNull()))
+    rows = quarantine_rows(rejected, context)
+    write_quarantine(spark, settings.bookkeeping.quarantine, rows, topic.name, context.batch_id)
 
 
 def _no_lines(spark: SparkSession) -> DataFrame:

@@ -3,7 +3,9 @@
 Spark's JSON reader infers the batch's schema, then `from_json` parses each
 line of `spark.read.text` with that schema (widened by the registry where a
 column already exists). Parsing text rather than reading JSON directly keeps
-the original line for `_raw_json` and for quarantine.
+the original line for `_raw_json` and for quarantine. Lines carry where
+they were read (`_split_start`, `_row_id`), from which `line_numbers`
+numbers the few that need it.
 
 Nothing is dropped: a line either parses into an object or carries the
 reason it goes to quarantine:
@@ -22,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -39,6 +41,7 @@ from dynamic_ddl.schema.naming import JsonPath
 CORRUPT_RECORD = "_corrupt_record"
 RECORD = "_record"
 REJECT_REASON = "_reject_reason"
+LINE_NUMBER = "_line_number"
 
 
 @dataclass(frozen=True)
@@ -108,9 +111,40 @@ def parse_schema(inferred: StructType, known: dict[JsonPath, DataType]) -> Struc
 
 
 def read_text_lines(spark: SparkSession, files: list[str]) -> DataFrame:
-    """One row per input line: _source_file, line."""
+    """One row per input line: _source_file, _split_start, _row_id, line.
+
+    `_split_start` is the byte offset of the piece of the file the line was
+    read with (Spark splits large files and packs small ones into one task);
+    `_row_id` grows by one from line to line within a piece.
+    """
     return spark.read.text(files).select(
-        F.col("_metadata.file_path").alias("_source_file"), F.col("value").alias("line")
+        F.col("_metadata.file_path").alias("_source_file"),
+        F.col("_metadata.file_block_start").alias("_split_start"),
+        F.monotonically_increasing_id().alias("_row_id"),
+        F.col("value").alias("line"),
+    )
+
+
+def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
+    """`rows`, some of `lines` (both as read by `read_text_lines`), with `_line_number`.
+
+    A line's number is its row within its piece of the file, plus the lines of
+    the file's earlier pieces. One aggregate over the pieces' two small
+    columns; no text is read again.
+    """
+    pieces = lines.groupBy("_source_file", "_split_start").agg(
+        F.min("_row_id").alias("_first_row"), F.count("*").alias("_lines")
+    )
+    earlier = Window.partitionBy("_source_file").orderBy("_split_start")
+    before = F.sum("_lines").over(earlier.rowsBetween(Window.unboundedPreceding, -1))
+    pieces = pieces.select(
+        "_source_file", "_split_start", "_first_row", F.coalesce(before, F.lit(0)).alias("_before")
+    )
+    number = F.col("_row_id") - F.col("_first_row") + F.col("_before") + 1
+    return (
+        rows.join(F.broadcast(pieces), ["_source_file", "_split_start"])
+        .withColumn(LINE_NUMBER, number)
+        .drop("_first_row", "_before")
     )
 
 
@@ -149,8 +183,8 @@ def parse_lines(
     """Parse each line once: adds `_record` (positional struct) and `_reject_reason`.
 
     Over-long lines are not parsed at all. `counts`, when given, receives the
-    `accepted` and `rejected` line counts and the `rejected_files` once the
-    result is first computed. `lines` is `read_text_lines`' result.
+    `accepted` and `rejected` line counts once the result is first computed.
+    `lines` is `read_text_lines`' result.
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT_RECORD, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
@@ -167,5 +201,4 @@ def parse_lines(
         counts or Observation(),
         F.count_if(accepted).alias("accepted"),
         F.count_if(~accepted).alias("rejected"),
-        F.collect_set(F.when(~accepted, F.col("_source_file"))).alias("rejected_files"),
     )
