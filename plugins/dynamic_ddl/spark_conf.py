@@ -76,6 +76,9 @@ def engine_settings(state_dir: Path) -> dict[str, str]:
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.sql.legacy.createHiveTableByDefault": "false",
+        # Every raw row's JSON text is unique: a dictionary for it is built, then
+        # abandoned, page after page.
+        "spark.hadoop.parquet.enable.dictionary#_raw_json": "false",
     }
 
 
