@@ -71,8 +71,8 @@ def test_every_line_is_accepted_or_quarantined_with_its_number(spark, tmp_path):
         ("a.json", 9): "unparseable_json",
     }
     # Accepted: line 1 (CRLF) and both gzip lines, the last without a newline.
-    accepted = {(r._source_file.rsplit("/", 1)[-1], r._line_number) for r in lines}
-    assert accepted - set(got) == {("a.json", 1), ("b.json.gz", 1), ("b.json.gz", 2)}
+    numbered = {(r._source_file.rsplit("/", 1)[-1], r._line_number) for r in lines}
+    assert numbered - set(got) == {("a.json", 1), ("b.json.gz", 1), ("b.json.gz", 2)}
     assert len(lines) == 11  # every input line (9 + 2), nothing dropped
     # Invalid UTF-8 keeps its exact bytes.
     assert b"caf\xff" in next(r.line for r in lines if r._line_number == 6)

@@ -4,10 +4,10 @@ For each batch (pending ones from an interrupted run first, then new files):
 
 1. record its files in the ledger as `pending` (with their line counts);
 2. infer the batch's schema, plan the registry (new, widened, stale columns);
-3. parse and number every line once, into the batch's staging Parquet (each
-   line with its parsed record or its reason for quarantine), observing on
-   the way which new paths hold values; the raw, child and quarantine writes
-   all read it, and no JSON again;
+3. parse every line once, into the batch's staging Parquet (each line with
+   where it was read, its parsed record or its reason for quarantine),
+   observing on the way which new paths hold values; the raw, child and
+   quarantine writes all read it, and no JSON again;
 4. create, widen or `ADD COLUMNS` to the raw table and its child tables;
 5. write raw rows, child rows and quarantine rows, each into the batch's own
    partitions only (quarantine is skipped when no line was rejected);
@@ -248,7 +248,7 @@ def stage_batch(
     location: str,
     candidates: set[JsonPath],
 ) -> tuple[DataFrame, LineCounts, set[JsonPath]]:
-    """Parse and number the batch's lines once, with `source`, into its staging Parquet.
+    """Parse the batch's lines once, with `source`, into its staging Parquet at `location`.
 
     Returns the staged lines (`read_text_lines`' columns, `_record`,
     `_reject_reason`), their counts, and the `candidates` (new
@@ -379,8 +379,10 @@ def write_batch(
     source: StructType,
     plans: dict[str, SchemaPlan],
 ) -> None:
-    """Write the staged batch's raw rows, child rows and quarantine rows, each to its own
-    partitions. `counts` are the staged lines' counts."""
+    """Write the staged batch's raw, child and quarantine rows, each to its own partitions.
+
+    `counts` are the staged lines' counts; quarantined lines are numbered here.
+    """
     topic = settings.topic
     event_time = dotted(topic.event_time)
     entries = plans[_bare(settings.table)].entries
