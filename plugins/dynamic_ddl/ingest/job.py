@@ -81,7 +81,7 @@ from dynamic_ddl.ingest.tables import (
 )
 from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.flatten import Leaf, field_at
-from dynamic_ddl.schema.naming import JsonPath, base_column_name
+from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, assign_column_names, base_column_name
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan, plan_schema, spark_type
 from dynamic_ddl.spark_conf import project_root
 
@@ -116,6 +116,7 @@ class IngestSettings:
             name=config["topic"],
             record_key=tuple(config["record_key"]),
             event_time=config["event_time"],
+            pinned_paths=tuple(config.get("pinned_paths") or ()),
         )
         limits = LineLimits(
             max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),
@@ -150,9 +151,29 @@ def dotted(path: str) -> JsonPath:
     return tuple(path.split("."))
 
 
-def child_table_name(table: str, path: JsonPath) -> str:
-    """`schema.raw_device_events` + `_data.media` -> `schema.raw_device_events__data_media`."""
-    return f"{table}__{base_column_name(path)}"
+def child_table_names(
+    table: str, paths: list[JsonPath], registry: list[RegistryEntry]
+) -> dict[JsonPath, str]:
+    """The child table of each array path: `schema.raw_device_events__data_media` for `_data.media`.
+
+    Names follow the column rule (naming.py): an array that has a table
+    keeps it; new arrays whose names collide (`media` and `Media`) get a
+    hash suffix, so no two arrays share a table.
+    """
+    schema, bare = table.split(".")
+    prefix = f"{bare}__"
+    existing = {
+        entry.json_keys[: entry.json_keys.index(ELEMENT_KEY)]: entry.table_name[len(prefix) :]
+        for entry in registry
+        if entry.table_name.startswith(prefix) and ELEMENT_KEY in entry.json_keys
+    }
+    names = assign_column_names(paths, existing)
+    return {path: f"{schema}.{prefix}{names[path]}" for path in paths}
+
+
+def pinned_paths(topic: TopicConfig) -> set[JsonPath]:
+    """Paths that always get a column first: the record key, the event time, `pinned_paths`."""
+    return {dotted(path) for path in (*topic.record_key, topic.event_time, *topic.pinned_paths)}
 
 
 def child_leading(topic: TopicConfig) -> list[tuple[str, str]]:
@@ -172,16 +193,24 @@ def plan_tables(
     registry: list[RegistryEntry],
     source: StructType,
     batch_id: str,
-    keep: Callable[[JsonPath], bool] = lambda path: True,
+    carried: dict[JsonPath, int] | None = None,
 ) -> dict[str, SchemaPlan]:
     """A schema plan per table the batch writes (the raw table, each child table), by bare name.
 
-    Only leaves for which `keep` is true are planned.
+    `carried`, once the batch is parsed, counts the accepted records holding
+    a value at each new path: a new path gets a column only if one does,
+    and the cap ranks new paths by it.
     """
     parent, children = table_leaves(source)
+    tables = child_table_names(settings.table, [child.path for child in children], registry)
     leaves_by_table = {_bare(settings.table): parent}
     for child in children:
-        leaves_by_table[_bare(child_table_name(settings.table, child.path))] = element_leaves(child)
+        leaves_by_table[_bare(tables[child.path])] = element_leaves(child)
+    known = {entry.json_keys for entry in registry}
+
+    def keep(path: JsonPath) -> bool:
+        return carried is None or path in known or carried.get(path, 0) > 0
+
     return {
         name: plan_schema(
             [e for e in registry if e.table_name == name],
@@ -190,6 +219,8 @@ def plan_tables(
             name,
             batch_id,
             settings.max_columns,
+            carried,
+            pinned_paths(settings.topic),
         )
         for name, leaves in leaves_by_table.items()
     }
@@ -247,12 +278,12 @@ def stage_batch(
     source: StructType,
     location: str,
     candidates: set[JsonPath],
-) -> tuple[DataFrame, LineCounts, set[JsonPath]]:
+) -> tuple[DataFrame, LineCounts, dict[JsonPath, int]]:
     """Parse the batch's lines once, with `source`, into its staging Parquet at `location`.
 
     Returns the staged lines (`read_text_lines`' columns, `_record`,
-    `_reject_reason`), their counts, and the `candidates` (new
-    paths) at which at least one accepted record holds a value. Reading
+    `_reject_reason`), their counts, and for each of the `candidates` (new
+    paths) the number of accepted records holding a value there. Reading
     Parquet back is far cheaper than parsing JSON again, and every later pass
     reads it; a rerun of the batch overwrites it.
     """
@@ -268,8 +299,8 @@ def stage_batch(
     # Staged lines are read once or twice, then deleted: no dictionaries, which
     # for text and ids are built only to be dropped (about 15% of the write).
     parsed.write.mode("overwrite").option("parquet.enable.dictionary", "false").parquet(location)
-    held = {path for i, (path, _) in enumerate(checks) if valued.get[f"path{i}"] > 0}
-    return spark.read.parquet(location), LineCounts.observed(counts), held
+    carried = {path: valued.get[f"path{i}"] for i, (path, _) in enumerate(checks)}
+    return spark.read.parquet(location), LineCounts.observed(counts), carried
 
 
 def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
@@ -308,24 +339,20 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     _record_ledger(spark, settings, batch, PENDING)
 
     files = [f.path for f in batch.files]
-    inferred: StructType = exact_numbers(infer_schema(spark, files))  # type: ignore[assignment]
+    staging = staging_location(spark, settings.table)
+    scratch = f"{staging}__inference"
+    inferred: StructType = exact_numbers(infer_schema(spark, files, scratch))  # type: ignore[assignment]
+    remove_local_dir(scratch)
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     draft = plan_tables(settings, registry, inferred, batch.batch_id)
     source = parse_schema(inferred, parse_types(draft, inferred))
     # Inference sees quarantined lines too: a new path gets a column only if
-    # an accepted record holds a value there.
-    new_paths = {entry.json_keys for plan in draft.values() for entry in plan.added}
-    staging = staging_location(spark, settings.table)
-    parsed, counts, valued = stage_batch(spark, settings, files, source, staging, new_paths)
-    plans = plan_tables(
-        settings,
-        registry,
-        source,
-        batch.batch_id,
-        keep=lambda path: path not in new_paths or path in valued,
-    )
+    # an accepted record holds a value there; the cap ranks by that count.
+    new_paths = {path for plan in draft.values() for path in plan.new_paths()}
+    parsed, counts, carried = stage_batch(spark, settings, files, source, staging, new_paths)
+    plans = plan_tables(settings, registry, source, batch.batch_id, carried)
     prepare_tables(spark, settings, plans)
-    write_batch(spark, settings, context, parsed, counts, source, plans)
+    write_batch(spark, settings, context, parsed, counts, source, plans, registry)
 
     _write_registry(spark, settings, registry, plans)
     _record_ledger(spark, settings, batch, COMMITTED)
@@ -378,6 +405,7 @@ def write_batch(
     counts: LineCounts,
     source: StructType,
     plans: dict[str, SchemaPlan],
+    registry: list[RegistryEntry],
 ) -> None:
     """Write the staged batch's raw, child and quarantine rows, each to its own partitions.
 
@@ -390,8 +418,9 @@ def write_batch(
         spark, settings.table, raw_rows(parsed, context, source, entries, event_time)
     )
     parent, children = table_leaves(source)
+    tables = child_table_names(settings.table, [child.path for child in children], registry)
     for child in children:
-        table = child_table_name(settings.table, child.path)
+        table = tables[child.path]
         rows = child_rows(
             parsed,
             context,

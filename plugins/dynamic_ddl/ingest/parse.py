@@ -15,15 +15,27 @@ reason it goes to quarantine:
     empty_line        nothing but whitespace
     not_an_object     valid JSON, but an array, a string, a number, ...
     unparseable_json  not JSON at all (including nesting beyond Jackson's limit)
+    not_strict_json   read only by a lenient parser: a key repeated in one object
+                      (which value is meant is anyone's guess), a lone surrogate
+                      escape, NaN, single quotes, ...: Spark's JSON reader would
+                      silently keep one of the values or change the text
     nesting_too_deep  objects/arrays nested deeper than LineLimits.max_depth
+
+A line is accepted only when both Spark's JSON reader and its strict
+RFC 8259 parser (`try_parse_json`, the VARIANT parser) take it.
+
+Inbox paths are handed to Spark literally (`literal_path`): a file named
+`[ab].json` is that file, not a pattern matching `a.json` and `b.json`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -67,20 +79,50 @@ def case_sensitive(spark: SparkSession) -> Iterator[None]:
         spark.conf.set("spark.sql.caseSensitive", before)
 
 
-def infer_schema(spark: SparkSession, files: list[str]) -> StructType:
+_GLOB_SPECIAL = re.compile(r"([\\\[\]{}*?])")
+
+
+def literal_path(path: str) -> str:
+    r"""A file path as Spark's readers take it literally: glob characters escaped.
+
+    Spark expands `[]{}*?` in the paths it is given (Hadoop's globbing);
+    a backslash before each makes it stand for itself.
+
+    Example:
+        >>> literal_path("/inbox/t/[ab]*.json")
+        '/inbox/t/\\[ab\\]\\*.json'
+    """
+    return _GLOB_SPECIAL.sub(r"\\\1", path)
+
+
+def _json_reader(spark: SparkSession):
+    return (
+        spark.read.option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
+        .option("dropFieldIfAllNull", "true")
+    )
+
+
+def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = None) -> StructType:
     """The batch's schema, inferred by Spark's JSON reader over every line.
 
     Keys that are null in every line are left out (dropFieldIfAllNull): they
     get a column once a value arrives, and stay in `_raw_json` until then.
+
+    A key repeated in one object fails the reader's inference
+    (`COLUMN_ALREADY_EXISTS`). Such lines go to quarantine (`not_strict_json`),
+    so the schema is then inferred from the strict-JSON lines alone, copied
+    as text to `scratch` (a folder the caller owns and removes).
     """
     with case_sensitive(spark):
-        schema = (
-            spark.read.option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
-            .option("dropFieldIfAllNull", "true")
-            .json(files)
-            .schema
-        )
+        try:
+            schema = _json_reader(spark).json([literal_path(f) for f in files]).schema
+        except AnalysisException as error:
+            if scratch is None or "COLUMN_ALREADY_EXISTS" not in str(error):
+                raise
+            strict = read_text_lines(spark, files).where(F.try_parse_json("line").isNotNull())
+            strict.select("line").write.mode("overwrite").text(scratch)
+            schema = _json_reader(spark).json(scratch).schema
     return StructType([field for field in schema.fields if field.name != CORRUPT_RECORD])
 
 
@@ -117,7 +159,7 @@ def read_text_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     read with (Spark splits large files and packs small ones into one task);
     `_row_id` grows by one from line to line within a piece.
     """
-    return spark.read.text(files).select(
+    return spark.read.text([literal_path(f) for f in files]).select(
         F.col("_metadata.file_path").alias("_source_file"),
         F.col("_metadata.file_block_start").alias("_split_start"),
         F.monotonically_increasing_id().alias("_row_id"),
@@ -167,6 +209,7 @@ def rejection_reason(
                 F.lit("not_an_object")
             ),
         )
+        .when(F.try_parse_json(line).isNull(), F.lit("not_strict_json"))
         .when(
             deeper_than(record, positional_type(schema), limits.max_depth),
             F.lit("nesting_too_deep"),

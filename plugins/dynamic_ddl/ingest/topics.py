@@ -6,6 +6,7 @@
         device_events:
           record_key: [_data.event.id]   # JSON path(s) identifying a record
           event_time: _data.log_ts       # JSON path of the event timestamp
+          pinned_paths: [_data.device.model]  # optional: columns first when the cap must choose
 
 Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`.
 """
@@ -19,7 +20,8 @@ from typing import Any
 
 import yaml
 
-JSON_SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
+# The usual names of JSON-lines files, plain or gzipped.
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz")
 _TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -38,6 +40,8 @@ class TopicConfig:
     name: str
     record_key: tuple[str, ...]
     event_time: str
+    # Paths that take a column before any other when the column cap must choose.
+    pinned_paths: tuple[str, ...] = ()
 
 
 def load_project_vars(project_dir: Path) -> dict[str, Any]:
@@ -86,7 +90,15 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
         event_time = entry.get("event_time")
         if not isinstance(event_time, str) or not event_time:
             raise ConfigError(f"{where}: event_time must be the JSON path of the event timestamp.")
-        topics[name] = TopicConfig(name=name, record_key=tuple(record_key), event_time=event_time)
+        pinned = entry.get("pinned_paths") or []
+        if not isinstance(pinned, list) or not all(isinstance(p, str) and p for p in pinned):
+            raise ConfigError(f"{where}: pinned_paths must be a list of JSON paths.")
+        topics[name] = TopicConfig(
+            name=name,
+            record_key=tuple(record_key),
+            event_time=event_time,
+            pinned_paths=tuple(pinned),
+        )
     return topics
 
 
@@ -96,17 +108,36 @@ def inbox_path(project_dir: Path, project_vars: dict[str, Any]) -> Path:
     return inbox if inbox.is_absolute() else (Path(project_dir) / inbox).resolve()
 
 
+def is_hidden(relative: Path) -> bool:
+    """Whether a path under a topic folder is hidden: a part starting with `.` or `_`.
+
+    Spark and Hadoop skip such files (`_SUCCESS`, `.part.crc`, uploads in
+    progress); the inbox does the same, so a file is either read whole or
+    not taken at all.
+    """
+    return any(part.startswith((".", "_")) for part in relative.parts)
+
+
 def topic_files(inbox: Path, topic: str) -> list[Path]:
-    """The JSON-lines files of a topic, sorted; raises InboxError when there are none."""
+    """The JSON-lines files of a topic, sorted; raises InboxError when there are none.
+
+    Any name a filesystem allows is taken (brackets, spaces, `%`, unicode, ...),
+    except hidden ones (see is_hidden).
+    """
     folder = inbox / topic
     fix = (
-        "Run `make data` to generate sample data, put JSON-lines files under "
-        f"{folder}/dt=YYYY-MM-DD/, or point vars.inbox_dir in dbt_project.yml at your inbox."
+        "Run `make data` to generate sample data, put JSON-lines files "
+        f"({', '.join(JSON_SUFFIXES)}) under {folder}/dt=YYYY-MM-DD/, "
+        "or point vars.inbox_dir in dbt_project.yml at your inbox."
     )
     if not folder.is_dir():
         raise InboxError(f"Inbox folder {folder} for topic '{topic}' does not exist. {fix}")
     files = sorted(
-        path for path in folder.rglob("*") if path.is_file() and path.name.endswith(JSON_SUFFIXES)
+        path
+        for path in folder.rglob("*")
+        if path.is_file()
+        and path.name.endswith(JSON_SUFFIXES)
+        and not is_hidden(path.relative_to(folder))
     )
     if not files:
         raise InboxError(f"Inbox folder {folder} for topic '{topic}' holds no JSON files. {fix}")

@@ -64,14 +64,24 @@ def json_path(path: JsonPath) -> str:
     return "".join(parts)
 
 
+_DISPLAY_SPECIAL = re.compile(r"([\\.\[\]])")
+
+
 def display_path(path: JsonPath) -> str:
-    """A readable, always-defined path for registries and messages: keys joined by dots.
+    r"""A readable, always-defined, unique path for registries, overflow maps and messages.
+
+    Keys are joined by dots; a dot, bracket or backslash inside a key is
+    escaped with a backslash, so two different paths never read the same
+    (the key `x.y` is `x\.y`, the key `y` inside `x` is `x.y`).
 
     Example:
         >>> display_path(("_data", "media", "[]", "type"))
         '_data.media[].type'
+        >>> display_path(("x.y",)), display_path(("x", "y"))
+        ('x\\.y', 'x.y')
     """
-    return ".".join(path).replace(".[]", "[]")
+    keys = ["[]" if key == ELEMENT_KEY else _DISPLAY_SPECIAL.sub(r"\\\1", key) for key in path]
+    return ".".join(keys).replace(".[]", "[]")
 
 
 def path_hash(path: JsonPath) -> str:

@@ -8,6 +8,7 @@ The caller turns the plan into `ALTER TABLE ... ADD COLUMNS` and registry rows.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
 from pyspark.sql.types import DataType
@@ -48,6 +49,10 @@ class SchemaPlan:
     widened: list[tuple[RegistryEntry, str]]  # (entry after, type before)
     overflow: list[Leaf]
 
+    def new_paths(self) -> set[JsonPath]:
+        """Paths the registry did not know: those given columns and those over the cap."""
+        return {entry.json_keys for entry in self.added} | {leaf.path for leaf in self.overflow}
+
     def column_names(self) -> dict[JsonPath, str]:
         return {entry.json_keys: entry.column_name for entry in self.entries}
 
@@ -64,8 +69,16 @@ def plan_schema(
     table_name: str,
     batch_id: str,
     max_columns: int,
+    carried: Mapping[JsonPath, int] | None = None,
+    pinned: Collection[JsonPath] = (),
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
+
+    When the cap cannot take every new path, `pinned` paths (the topic's
+    record key and event time, paths a model names) come first, then the
+    paths the most records carry (`carried`: path -> records holding a
+    value), then path order. So one misbehaving record with thousands of
+    keys cannot push out the keys every record sends.
 
     Example:
         >>> from pyspark.sql.types import LongType
@@ -76,10 +89,13 @@ def plan_schema(
     by_path = {entry.json_keys: entry for entry in existing}
     seen = {leaf.path: leaf for leaf in leaves}
     room = max(0, max_columns - len(by_path))
+    carried = carried or {}
     new_leaves = sorted(
-        (leaf for leaf in leaves if leaf.path not in by_path), key=lambda leaf: leaf.path
+        (leaf for leaf in leaves if leaf.path not in by_path),
+        key=lambda leaf: (leaf.path not in pinned, -carried.get(leaf.path, 0), leaf.path),
     )
-    admitted, overflow = new_leaves[:room], new_leaves[room:]
+    admitted = sorted(new_leaves[:room], key=lambda leaf: leaf.path)  # columns in path order
+    overflow = new_leaves[room:]
     names = assign_column_names(
         (leaf.path for leaf in admitted), {path: e.column_name for path, e in by_path.items()}
     )

@@ -59,6 +59,7 @@
         'topic': topic,
         'record_key': record_key,
         'event_time': entry['event_time'],
+        'pinned_paths': entry.get('pinned_paths', []),
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,

@@ -1,0 +1,163 @@
+"""Raw ingestion of input no one on the project chose: nothing stops a topic, nothing is lost.
+
+Each test is a finding of issue 19, kept as a regression test: a line or a
+file name that stopped a topic for good, or a value that was silently lost.
+Every test ends with the same account: per batch, input lines = raw rows +
+quarantined lines, and no batch left pending.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from pyspark.sql import functions as F
+
+from dynamic_ddl.ingest.job import ingest_topic
+
+TOPIC = {"topic": "feed", "record_key": ["id"], "event_time": "ts"}
+
+
+def ingest(spark, schema: str, inbox: Path, **settings) -> list:
+    """Ingest the `feed` topic of `inbox` into `schema` (created); the batch summaries."""
+    spark.sql(f"create database if not exists {schema}")
+    config = {**TOPIC, "inbox_dir": str(inbox), "schema": schema, "table": "raw_feed", **settings}
+    return ingest_topic(spark, config).collect()
+
+
+def write_lines(inbox: Path, name: str, lines: list[str]) -> Path:
+    """A file of `lines` in the topic folder of `inbox`, under any name."""
+    path = inbox / "feed" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = "".join(line + "\n" for line in lines).encode()
+    path.write_bytes(gzip.compress(payload) if name.endswith(".gz") else payload)
+    return path
+
+
+def assert_every_line_accounted_for(spark, schema: str) -> None:
+    """Per batch: the ledger's lines = raw rows + quarantined lines; every batch committed."""
+    ledger = (
+        spark.table(f"{schema}.raw_file_ledger")
+        .groupBy("batch_id", "state")
+        .agg(F.sum("line_count").alias("lines"))
+    )
+    raw = spark.table(f"{schema}.raw_feed").groupBy(F.col("_batch_id").alias("batch_id")).count()
+    quarantined = spark.table(f"{schema}.raw_quarantine").groupBy("batch_id").count()
+    rows = (
+        ledger.join(raw.withColumnRenamed("count", "raw"), "batch_id", "left")
+        .join(quarantined.withColumnRenamed("count", "quarantined"), "batch_id", "left")
+        .fillna(0)
+        .collect()
+    )
+    assert rows, "no batch was recorded"
+    for row in rows:
+        assert row.state == "committed", row
+        assert row.lines == row.raw + row.quarantined, row
+
+
+def reasons(spark, schema: str) -> dict[str, str]:
+    """Quarantined line text -> its reason."""
+    rows = spark.table(f"{schema}.raw_quarantine").select("raw_text", "reason").collect()
+    return {row.raw_text: row.reason for row in rows}
+
+
+def test_a_repeated_key_is_quarantined_and_does_not_stop_the_topic(spark, tmp_path):
+    repeated = '{"id": 1, "ts": "2026-11-01T00:00:00Z", "a": 1, "a": 2}'
+    nested = '{"id": 2, "ts": "2026-11-01T00:00:00Z", "b": {"c": 1, "c": "x"}}'
+    surrogate = '{"id": 3, "ts": "2026-11-01T00:00:00Z", "s": "\\ud800"}'
+    write_lines(tmp_path, "a.json", [repeated, nested, surrogate, '{"id": 4, "a": 5}'])
+    (summary,) = ingest(spark, "hostile_repeat", tmp_path)
+    assert (summary.raw_rows, summary.quarantined_lines) == (1, 3)
+    assert reasons(spark, "hostile_repeat") == {
+        repeated: "not_strict_json",
+        nested: "not_strict_json",
+        surrogate: "not_strict_json",
+    }
+    (row,) = spark.table("hostile_repeat.raw_feed").select("id", "a").collect()
+    assert (row.id, row.a) == (4, 5)
+    # The next batch goes through as usual: the topic is not stuck.
+    write_lines(tmp_path, "b.json", ['{"id": 5, "a": 6}'])
+    (second,) = ingest(spark, "hostile_repeat", tmp_path)
+    assert second.raw_rows == 1
+    assert_every_line_accounted_for(spark, "hostile_repeat")
+
+
+def test_overflow_keys_are_unique_for_a_dotted_key_and_a_nested_one(spark, tmp_path):
+    write_lines(tmp_path, "a.json", ['{"id": 1, "ts": "t"}'])
+    ingest(spark, "hostile_overflow", tmp_path, max_columns=2)  # the cap is now full
+    write_lines(tmp_path, "b.json", ['{"id": 2, "x.y": 1, "x": {"y": 2}, "x\\\\.y": 3}'])
+    (summary,) = ingest(spark, "hostile_overflow", tmp_path, max_columns=2)
+    assert summary.raw_rows == 1
+    (row,) = spark.table("hostile_overflow.raw_feed").where("id = 2").collect()
+    assert row._overflow == {"x\\.y": "1", "x.y": "2", "x\\\\\\.y": "3"}
+    assert_every_line_accounted_for(spark, "hostile_overflow")
+
+
+def test_the_cap_ranks_new_keys_by_the_records_that_carry_them(spark, tmp_path):
+    junk = {f"junk{i:03}": i for i in range(50)}
+    lines = [json.dumps({"id": 0, "ts": "t", **junk})]
+    lines += [json.dumps({"id": i, "ts": "t", "state": "CA", "zone": i}) for i in range(1, 4)]
+    write_lines(tmp_path, "a.json", lines)
+    (summary,) = ingest(spark, "hostile_flood", tmp_path, max_columns=5)
+    columns = spark.table("hostile_flood.raw_feed").columns
+    # id and ts are pinned (record key, event time); state and zone are carried by 3 records.
+    assert {"id", "ts", "state", "zone"} <= set(columns)
+    assert summary.columns_added == 5
+    (flooded,) = spark.table("hostile_flood.raw_feed").where("id = 0").collect()
+    assert len(flooded._overflow) == 49  # one junk key took the last column
+    assert_every_line_accounted_for(spark, "hostile_flood")
+
+
+def test_pinned_paths_take_a_column_before_widely_sent_ones(spark, tmp_path):
+    lines = [
+        json.dumps({"id": i, "ts": "t", "common": i, "rare": "r" * (i == 0)}) for i in range(3)
+    ]
+    write_lines(tmp_path, "a.json", lines)
+    ingest(spark, "hostile_pinned", tmp_path, max_columns=3, pinned_paths=["rare"])
+    assert {"id", "ts", "rare"} <= set(spark.table("hostile_pinned.raw_feed").columns)
+
+
+def test_arrays_whose_names_differ_in_case_get_a_child_table_each(spark, tmp_path):
+    line = {"id": 1, "ts": "t", "media": [{"n": 1}, {"n": 2}], "Media": [{"n": 3}]}
+    write_lines(tmp_path, "a.json", [json.dumps(line)])
+    ingest(spark, "hostile_children", tmp_path)
+    tables = sorted(
+        row.tableName
+        for row in spark.sql("show tables in hostile_children like 'raw_feed__*'").collect()
+    )
+    assert len(tables) == 2 and "raw_feed__media" in tables
+    by_table = {
+        table: sorted(row.media_n for row in spark.table(f"hostile_children.{table}").collect())
+        for table in tables
+    }
+    assert sorted(by_table.values()) == [[1, 2], [3]]  # no element lost, none shared
+
+
+def test_any_file_name_is_read_literally_and_exactly_once(spark, tmp_path):
+    names = [
+        "a.json",
+        "b.json",
+        "[ab].json",
+        "{a,b}.json",
+        "*.json",
+        "?.json",
+        "with space, comma.json",
+        "100%.json",
+        "caméra☃.json",
+        "back\\slash.json",
+        "dt=2026-11-01/x.ndjson",
+        "dt=2026-11-01/y.ndjson.gz",
+        "dt=2026-11-01/z.jsonl.gz",
+    ]
+    for number, name in enumerate(names):
+        write_lines(tmp_path, name, [json.dumps({"id": number, "ts": "t", "file": name})])
+    write_lines(tmp_path, "_incoming.json", ['{"id": -1}'])  # hidden: not taken at all
+    write_lines(tmp_path, ".upload.json", ['{"id": -2}'])
+    (summary,) = ingest(spark, "hostile_names", tmp_path)
+    assert summary.files == len(names)
+    rows = spark.table("hostile_names.raw_feed").select("id", "file").collect()
+    assert sorted((row.id, row.file) for row in rows) == list(enumerate(names))
+    ledger = {row.path for row in spark.table("hostile_names.raw_file_ledger").collect()}
+    assert ledger == {str(tmp_path / "feed" / name) for name in names}
+    assert_every_line_accounted_for(spark, "hostile_names")
