@@ -3,11 +3,14 @@
     (the Dynamic DDL talk's `max(case when record_key = 'state' then
     record_value end)`), grouped by the entity columns.
 
-    Keys come from the rows that `where` selects (one `select distinct` over
-    the key column, so on an incremental run only the new batch is read),
-    plus, on an incremental run, the pivot columns `this` already has: their
-    columns are kept (NULL for rows without the key), so a new key only adds
-    a column. Columns are sorted by name: the same input renders the same SQL.
+    Keys come from the rows that `where` selects (one aggregate over the key
+    column, so on an incremental run only the new batch is read), plus, on
+    an incremental run, the pivot columns `this` already has: their columns
+    are kept (NULL for rows without the key), so a new key only adds a
+    column. When the cap must choose, pinned keys (`pin`, the keys of
+    `types`) come first, then the keys the most rows carry: a flood of keys
+    from one misbehaving device cannot take the columns models read.
+    Columns are sorted by name: the same input renders the same SQL.
 
     Every column the model gets from the pivot is one of: `group_by`,
     `carry`, a pivot column (never starting with `_`), `_overflow` (keys
@@ -36,6 +39,7 @@
         allow: only these keys become columns (the rest go to `_overflow`), default all
         deny: keys dropped altogether, default none
         default_keys: the keys when not executing (parse, lint), default none
+        pin: keys that take a column before any other (those a model reads), default none
 #}
 {% macro pivot_key_values(
     relation,
@@ -50,28 +54,32 @@
     max_columns=200,
     allow=none,
     deny=[],
-    default_keys=[]
+    default_keys=[],
+    pin=[]
 ) -%}
     {{ return(adapter.dispatch('pivot_key_values', 'dynamic_ddl')(
         relation, group_by, key_column, value_column, where, carry, keys, types,
-        prefix, max_columns, allow, deny, default_keys
+        prefix, max_columns, allow, deny, default_keys, pin
     )) }}
 {%- endmacro %}
 
 {% macro default__pivot_key_values(
     relation, group_by, key_column, value_column, where, carry, keys, types,
-    prefix, max_columns, allow, deny, default_keys
+    prefix, max_columns, allow, deny, default_keys, pin=[]
 ) -%}
     {%- set types = types or {} -%}
     {%- do dynamic_ddl.validate_pivot_arguments(group_by, carry, types, prefix, max_columns) -%}
+    {%- set existing = dynamic_ddl.existing_pivot_columns(group_by, carry) -%}
+    {#- Pinned: the model's keys, and existing columns named by their key (plain names). -#}
+    {%- set pinned = (pin or []) + (types.keys() | list) + (existing | map(attribute='name') | list) -%}
     {%- if keys is none -%}
         {#- Unqualified, so a dbt unit test can override it (`overrides: macros:`). -#}
         {%- set keys = discover_pivot_keys(
-            relation, key_column, where, allow, deny, default_keys) -%}
+            relation, key_column, where, allow, deny, default_keys,
+            pinned, max_columns + (existing | length) + (pinned | length)) -%}
     {%- endif -%}
-    {%- set existing = dynamic_ddl.existing_pivot_columns(group_by, carry) -%}
     {%- set columns = dynamic_ddl.pivot_plan(
-        keys, existing, group_by, carry, types, prefix, max_columns, allow, deny) -%}
+        keys, existing, group_by, carry, types, prefix, max_columns, allow, deny, pinned) -%}
     {%- set key = adapter.quote(key_column) -%}
     {%- set value = adapter.quote(value_column) -%}
     {%- set fed = columns | rejectattr('key', 'none') | list -%}
@@ -149,31 +157,49 @@
     The pivot's columns: one per key that has or gets a column, sorted by
     name, as {key, name, type}; `key` is none for an existing column no key
     of this batch feeds (it stays, NULL). Existing columns always stay; new
-    keys are admitted in name order while the table has fewer than
-    `max_columns`; the rest go to `_overflow`.
+    keys are admitted in rank order (`pinned` first, then the order of
+    `keys`, which discovery ranks by the rows carrying them) while the table
+    has fewer than `max_columns`; the rest go to `_overflow`.
+
+    Two keys whose names collide (their hashes share 8 hex digits: crafted
+    keys do) cannot both feed one column: the first in key order keeps the
+    name, the others get their whole MD5 (`city__<32 hex>`), then a counter.
 #}
-{% macro pivot_plan(keys, existing, group_by, carry, types, prefix, max_columns, allow, deny) -%}
+{% macro pivot_plan(keys, existing, group_by, carry, types, prefix, max_columns, allow, deny, pinned=[]) -%}
     {%- set taken = (group_by + carry) | map('lower') | list -%}
     {%- set by_name = {} -%}
     {%- for column in existing -%}
         {%- do by_name.update({column.name: {'key': none, 'name': column.name, 'type': column.type}}) -%}
     {%- endfor -%}
-    {%- set named = [] -%}
-    {%- for key in keys | unique(case_sensitive=true) if key not in (deny or []) -%}
-        {%- do named.append({'key': key, 'name': dynamic_ddl.pivot_column_name(key, prefix, taken)}) -%}
+    {%- set candidates = keys | unique(case_sensitive=true) | reject('in', deny or []) | list -%}
+    {%- set column_types = {} -%}
+    {%- for key in candidates -%}
+        {%- do column_types.update({key: dynamic_ddl.pivot_type(types.get(key, 'string'))}) -%}
     {%- endfor -%}
-    {%- set seen = {} -%}
-    {%- for item in named | sort(attribute='name', case_sensitive=true) -%}
-        {%- if item.name in seen -%}
-            {%- do exceptions.raise_compiler_error(
-                "Pivot keys " ~ seen[item.name] | tojson ~ " and " ~ item.key | tojson
-                ~ " both give column '" ~ item.name ~ "'. Put one of them in `deny`.") -%}
+    {%- set plain_names = {} -%}
+    {%- for key in candidates -%}
+        {%- do plain_names.update({key: dynamic_ddl.pivot_column_name(key, prefix, taken)}) -%}
+    {%- endfor -%}
+    {#- A name two keys share: the first in key order keeps it, the next get their whole MD5, then a counter. -#}
+    {%- set column_names = {} -%}
+    {%- for key in candidates | sort(case_sensitive=true) -%}
+        {%- set wanted = plain_names[key] -%}
+        {%- if wanted in column_names.values() -%}
+            {%- set wanted = wanted.rsplit('__', 1)[0] ~ '__' ~ local_md5(key) -%}
         {%- endif -%}
-        {%- do seen.update({item.name: item.key}) -%}
-        {%- set type = dynamic_ddl.pivot_type(types.get(item.key, 'string')) -%}
-        {%- set admitted = by_name | length < max_columns and (allow is none or item.key in allow) -%}
-        {%- if item.name in by_name or admitted -%}
-            {%- do by_name.update({item.name: {'key': item.key, 'name': item.name, 'type': type}}) -%}
+        {%- set unique = {'name': wanted} -%}
+        {%- for counter in range(2, 2 + (column_names | length)) if unique.name in column_names.values() -%}
+            {%- do unique.update({'name': wanted ~ '_' ~ counter}) -%}
+        {%- endfor -%}
+        {%- do column_names.update({key: unique.name}) -%}
+    {%- endfor -%}
+    {%- set ranked = (candidates | select('in', pinned or []) | list)
+        + (candidates | reject('in', pinned or []) | list) -%}
+    {%- for key in ranked -%}
+        {%- set column = column_names[key] -%}
+        {%- set admitted = by_name | length < max_columns and (allow is none or key in allow) -%}
+        {%- if column in by_name or admitted -%}
+            {%- do by_name.update({column: {'key': key, 'name': column, 'type': column_types[key]}}) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(by_name | dictsort(case_sensitive=true) | map(attribute=1) | list) }}
@@ -189,7 +215,7 @@
     its characters other than a-z0-9 as `_`, cut to 40, plus `__` and 8 hex
     of its MD5: `State` -> `state__8b4e0b6a`. Plain names never hold `__`,
     so the two kinds never meet; two keys only share a name if their hashes
-    do, which `pivot_plan` reports.
+    do, which `pivot_plan` resolves (the later key gets its whole MD5).
 
     Example:
         {{ dynamic_ddl.pivot_column_name('First Name') }}  -> first_name__<8 hex>

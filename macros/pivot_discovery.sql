@@ -5,8 +5,12 @@
 #}
 
 {#
-    The distinct keys of the rows `where` selects, sorted; `default_keys`
-    when not executing. One scan of the key column of those rows only.
+    The distinct keys of the rows `where` selects, best first: the `pinned`
+    keys, then the keys the most rows carry, then key order; at most
+    `limit` of them (keys past it go to `_overflow`, never lost), so a flood
+    of keys neither evicts the keys models use nor floods the dbt process.
+    `default_keys` when not executing. One aggregate over the key column of
+    those rows only.
 
     Example:
         {% set keys = dynamic_ddl.discover_pivot_keys(ref('raw_app_attributes'), 'record_key', "_batch_id > '7'") %}
@@ -18,24 +22,57 @@
         allow: keep only these keys, default all
         deny: leave out these keys, default none
         default_keys: the keys when not executing, default none
+        pinned: keys ranked first whatever their count, default none
+        limit: the most keys returned, default 10000
 #}
-{% macro discover_pivot_keys(relation, key_column, where='true', allow=none, deny=[], default_keys=[]) -%}
+{% macro discover_pivot_keys(
+    relation, key_column, where='true', allow=none, deny=[], default_keys=[], pinned=[], limit=10000
+) -%}
     {%- if not execute -%}
         {%- set keys = default_keys | unique(case_sensitive=true) | sort(case_sensitive=true) -%}
         {{ return(dynamic_ddl.filter_keys(keys, allow, deny)) }}
     {%- endif -%}
-    {%- set query = dynamic_ddl.pivot_discovery_query(relation, key_column, where) -%}
-    {%- set found = run_query(query).columns[0].values() | map('string') | sort(case_sensitive=true) -%}
-    {{ return(dynamic_ddl.filter_keys(found, allow, deny)) }}
+    {%- set query = dynamic_ddl.pivot_discovery_query(
+        relation, key_column, where, allow, deny, pinned, limit) -%}
+    {%- set found = run_query(query).columns[0].values() | map('string') | list -%}
+    {{ return(found) }}
 {%- endmacro %}
 
 
-{# The query discovery runs: the distinct non-null keys of the rows `where` selects. #}
-{% macro pivot_discovery_query(relation, key_column, where='true') -%}
+{#
+    The query discovery runs: the non-null keys of the rows `where` selects
+    (in `allow` when given, not in `deny`), ranked, at most `limit`.
+#}
+{% macro pivot_discovery_query(
+    relation, key_column, where='true', allow=none, deny=[], pinned=[], limit=10000
+) -%}
     {%- set key = adapter.quote(key_column) -%}
-    select distinct pivot_rows.{{ key }}
+    select pivot_rows.{{ key }}
     from {{ relation }} as pivot_rows
     where ({{ where }}) and pivot_rows.{{ key }} is not null
+    {%- if allow is not none %}
+        and pivot_rows.{{ key }} in ({{ dynamic_ddl.pivot_literals(allow) }})
+    {%- endif %}
+    {%- if deny %}
+        and pivot_rows.{{ key }} not in ({{ dynamic_ddl.pivot_literals(deny) }})
+    {%- endif %}
+    group by pivot_rows.{{ key }}
+    order by
+        {%- if pinned %}
+        pivot_rows.{{ key }} in ({{ dynamic_ddl.pivot_literals(pinned) }}) desc,
+        {%- endif %}
+        count(*) desc, pivot_rows.{{ key }}
+    limit {{ limit | int }}
+{%- endmacro %}
+
+
+{# Keys as a comma-separated list of string literals; `null` for none (matches nothing). #}
+{% macro pivot_literals(keys) -%}
+    {%- for key in keys -%}
+        {{ dynamic_ddl.pivot_literal(key) }}{{ ', ' if not loop.last }}
+    {%- else -%}
+        null
+    {%- endfor -%}
 {%- endmacro %}
 
 

@@ -10,6 +10,8 @@
 {%- set pivot_types = {'storage_used_gb': 'double', 'notifications_enabled': 'boolean'} -%}
 {#- The keys when rendering without a warehouse (dbt parse, sqlfluff). -#}
 {%- set default_keys = ['app_version', 'city', 'email', 'first_name', 'language', 'last_name', 'state'] -%}
+{#- Keys production models read (dim_users): they take a column first, whatever a flood of other keys does. -#}
+{%- set model_keys = default_keys + ['theme', 'subscription_tier'] -%}
 
 {#- The raw batches not taken yet, typed and bucketed: the pivot reads only these. -#}
 {%- set attribute_rows -%}
@@ -36,7 +38,8 @@ attributes as (
         carry=['_batch_id'],
         types=pivot_types,
         max_columns=200,
-        default_keys=default_keys
+        default_keys=default_keys,
+        pin=model_keys
     ) }}
 
 )

@@ -23,6 +23,7 @@ sources:
     tables:
       - name: attributes
       - name: hostile
+      - name: flood
 """
 
 PIVOTED = "{{ pivot_key_values(source('feed', 'attributes'), group_by=['id', 'ts']) }}"
@@ -47,6 +48,10 @@ ALLOWED = """{{ pivot_key_values(
 ) }}"""
 
 EMPTY = "{{ pivot_key_values(source('feed', 'attributes'), group_by=['id', 'ts'], where='false') }}"
+
+FLOODED = """{{ pivot_key_values(
+    source('feed', 'flood'), group_by=['id', 'ts'], max_columns=3, pin=['rare']
+) }}"""
 
 HOSTILE_MODEL = "{{ pivot_key_values(source('feed', 'hostile'), group_by=['id', 'ts']) }}"
 
@@ -100,7 +105,15 @@ HOSTILE_KEYS = [
     "_leading",
     "double__under",
     "9lives",
+    # Crafted: their MD5s share the first 8 hex digits, so both hash to city__93b09fab.
+    "City%%!?!",
+    "City ?!$*",
 ]
+# One device sends 60 junk keys once; every device sends state and language.
+FLOOD = [("junk", "t", f"junk{i:02}", "x", 1) for i in range(60)] + [
+    (f"d{i}", "t", key, f"{key}{i}", 1) for i in range(5) for key in ("state", "language")
+]
+FLOOD.append(("d0", "t", "rare", "r", 1))
 
 
 def _rows(project, sql: str) -> list[tuple]:
@@ -149,6 +162,7 @@ class TestPivot:
             "allowed.sql": ALLOWED,
             "empty.sql": EMPTY,
             "hostile_pivot.sql": HOSTILE_MODEL,
+            "flooded.sql": FLOODED,
         }
 
     @pytest.fixture(scope="class", autouse=True)
@@ -157,6 +171,7 @@ class TestPivot:
         _load(spark, schema, "attributes", BATCHES[1], mode="overwrite")
         hostile = [("e1", "t", key, f"v{i}", 1) for i, key in enumerate(HOSTILE_KEYS)]
         _load(spark, schema, "hostile", hostile, mode="overwrite")
+        _load(spark, schema, "flood", FLOOD, mode="overwrite")
         project.run_sql(f"create table {schema}.canary (x int) using parquet")
 
     def test_equals_spark_native_pivot(self, project):
@@ -199,6 +214,9 @@ class TestPivot:
         for key in ("State", "STATE", "select", "id"):
             digest = hashlib.md5(key.encode()).hexdigest()[:8]
             assert f"{key.lower()}__{digest}" in pivot_columns
+        # Two keys on one name: the first in key order keeps it, the other gets its whole MD5.
+        assert "city__93b09fab" in pivot_columns
+        assert f"city__{hashlib.md5(b'City%%!?!').hexdigest()}" in pivot_columns
 
         # Each key's value landed in exactly one column: every literal matched its key only.
         row = project.run_sql(f"select * from {schema}.hostile_pivot", fetch="one")
@@ -238,11 +256,12 @@ class TestPivot:
     def test_cap_allow_and_deny(self, project):
         run_dbt(["run", "--select", "capped", "allowed"])
         schema = project.test_schema
+        # The cap of two takes the keys the most rows carry: a (4 rows), n (2).
         assert _columns(project, f"{schema}.capped") == [
             "id",
             "ts",
             "a",
-            "c",
+            "n",
             "_overflow",
             "_unconverted",
         ]
@@ -250,8 +269,9 @@ class TestPivot:
             (row[0], row[1])
             for row in _rows(project, f"select concat(id, '@', ts), _overflow from {schema}.capped")
         )
-        # Over the cap of two: flag and n go to _overflow; b is denied, so nowhere.
-        assert capped["u5@t1"] == {"flag": "true", "n": "abc"}
+        # Over the cap: c and flag go to _overflow; b is denied, so nowhere.
+        assert capped["u5@t1"] == {"flag": "true"}
+        assert capped["u1@t2"] == {"c": "new"}
         assert capped["u1@t1"] is None
         assert _columns(project, f"{schema}.allowed")[2:4] == ["b", "n"]
         allowed = dict(
@@ -259,6 +279,16 @@ class TestPivot:
         )
         assert allowed["u5@t1"] == {"flag": "true"}
         assert allowed["u1@t2"] == {"c": "new"}
+
+    def test_a_flood_of_keys_does_not_evict_the_keys_models_read(self, project):
+        run_dbt(["run", "--select", "flooded"])
+        schema = project.test_schema
+        # rare is pinned; state and language are carried by five rows each, junk by one.
+        assert _columns(project, f"{schema}.flooded")[2:-2] == ["language", "rare", "state"]
+        overflow = _rows(project, f"select _overflow from {schema}.flooded where id = 'junk'")
+        assert overflow == [({f"junk{i:02}": "x" for i in range(60)},)]  # nothing lost
+        states = _rows(project, f"select id, state from {schema}.flooded where state is not null")
+        assert sorted(states) == [(f"d{i}", f"state{i}") for i in range(5)]
 
     def test_zero_rows_give_an_empty_table(self, project):
         run_dbt(["run", "--select", "empty"])
