@@ -161,3 +161,57 @@ def test_any_file_name_is_read_literally_and_exactly_once(spark, tmp_path):
     ledger = {row.path for row in spark.table("hostile_names.raw_file_ledger").collect()}
     assert ledger == {str(tmp_path / "feed" / name) for name in names}
     assert_every_line_accounted_for(spark, "hostile_names")
+
+
+def test_text_after_the_object_is_quarantined_not_dropped(spark, tmp_path):
+    # Found by test_fuzz_ingest: both parsers stop at the end of the first value.
+    lines = ['{"id": 1} x', '{"id": 2}]', '{"id": 3},"x":1', '{"id": 4} {"id": 5}', '{"id": 6} ']
+    write_lines(tmp_path, "a.json", lines)
+    (summary,) = ingest(spark, "hostile_trailing", tmp_path)
+    assert (summary.raw_rows, summary.quarantined_lines) == (1, 4)
+    assert set(reasons(spark, "hostile_trailing").values()) == {"not_strict_json"}
+    assert_every_line_accounted_for(spark, "hostile_trailing")
+
+
+def test_an_empty_string_is_a_value_and_gets_its_column(spark, tmp_path):
+    # Found by test_fuzz_ingest: the reader's dropFieldIfAllNull took "" for null.
+    write_lines(tmp_path, "a.json", ['{"id": 1, "ts": "", "tags": [], "none": null, "e": {}}'])
+    ingest(spark, "hostile_empty", tmp_path)
+    (row,) = spark.table("hostile_empty.raw_feed").collect()
+    assert row.ts == ""
+    assert not {"tags", "none"} & set(row.asDict())  # no value yet: no column yet
+
+
+def test_a_bare_carriage_return_ends_a_line_for_the_ledger_too(spark, tmp_path):
+    # Found by test_fuzz_ingest: Spark splits at CR, the ledger counted LF only.
+    path = tmp_path / "feed" / "a.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"id": 1}\r{"id": 2}\r\n{"id": 3}\n\r')
+    (summary,) = ingest(spark, "hostile_cr", tmp_path)
+    assert (summary.input_lines, summary.raw_rows, summary.quarantined_lines) == (4, 3, 1)
+    assert_every_line_accounted_for(spark, "hostile_cr")
+
+
+def test_a_colon_in_a_file_name_is_read(spark, tmp_path):
+    # Found by test_fuzz_ingest: Hadoop's checksummed local filesystem failed on `.a:b.json.crc`.
+    write_lines(tmp_path, ":.json", ['{"id": 1}'])
+    write_lines(tmp_path, "a:b.json", ['{"id": 2}'])
+    (summary,) = ingest(spark, "hostile_colon", tmp_path)
+    assert (summary.files, summary.raw_rows) == (2, 2)
+    assert_every_line_accounted_for(spark, "hostile_colon")
+
+
+def test_values_the_reader_would_drop_are_quarantined_with_their_reason(spark, tmp_path):
+    # Found by test_fuzz_ingest: the reader drops the key "" with its value, and
+    # reads "" as NULL where the path's other values are numbers.
+    empty_key = '{"id": 1, "": 5, "k": {"": [1]}}'
+    empty_number = '{"id": "", "ts": "t"}'
+    escaped = '{"id": 3, "s": "a\\"\\": b"}'  # `"":` inside a string is no key
+    write_lines(tmp_path, "a.json", [empty_key, empty_number, escaped, '{"id": 4}'])
+    (summary,) = ingest(spark, "hostile_dropped", tmp_path)
+    assert reasons(spark, "hostile_dropped") == {
+        empty_key: "empty_key",
+        empty_number: "unreadable_value",
+    }
+    assert sorted(r.id for r in spark.table("hostile_dropped.raw_feed").collect()) == [3, 4]
+    assert_every_line_accounted_for(spark, "hostile_dropped")

@@ -76,6 +76,10 @@ def engine_settings(state_dir: Path) -> dict[str, str]:
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.sql.legacy.createHiveTableByDefault": "false",
+        # Local files without Hadoop's .crc side files: its checksummed local
+        # filesystem builds `.<name>.crc` as a URI and fails on any inbox file
+        # whose name holds a colon (`a:b.json`), which every filesystem here allows.
+        "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         # Every raw row's JSON text is unique: a dictionary for it is built, then
         # abandoned, page after page.
         "spark.hadoop.parquet.enable.dictionary#_raw_json": "false",

@@ -29,7 +29,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import ArrayType, DataType, StructType
 
 from dynamic_ddl.ingest.bookkeeping import (
     BookkeepingTables,
@@ -243,8 +243,15 @@ def parse_types(plans: dict[str, SchemaPlan], source: StructType) -> dict[JsonPa
     }
 
 
-def _holds_value_at(ordinals: tuple[int, ...]) -> Callable[[Column], Column]:
-    return lambda element: field_at(element, ordinals).isNotNull()
+def holds_value(value: Column, data_type: DataType) -> Column:
+    """Whether a leaf holds a value: not NULL, and for an array not empty ("" is a value)."""
+    if isinstance(data_type, ArrayType):
+        return F.coalesce(F.size(value) > 0, F.lit(False))
+    return value.isNotNull()
+
+
+def _holds_value_at(leaf: Leaf) -> Callable[[Column], Column]:
+    return lambda element: holds_value(field_at(element, leaf.ordinals), leaf.data_type)
 
 
 def value_checks(source: StructType, candidates: set[JsonPath]) -> list[tuple[JsonPath, Column]]:
@@ -252,7 +259,7 @@ def value_checks(source: StructType, candidates: set[JsonPath]) -> list[tuple[Js
     record = F.col(RECORD)
     parent, children = table_leaves(source)
     checks: list[tuple[JsonPath, Column]] = [
-        (leaf.path, field_at(record, leaf.ordinals).isNotNull())
+        (leaf.path, holds_value(field_at(record, leaf.ordinals), leaf.data_type))
         for leaf in parent
         if leaf.path in candidates
     ]
@@ -260,7 +267,7 @@ def value_checks(source: StructType, candidates: set[JsonPath]) -> list[tuple[Js
         array = field_at(record, child.ordinals)
         for leaf in element_leaves(child):
             if leaf.path in candidates:
-                holds = F.exists(array, _holds_value_at(leaf.ordinals))
+                holds = F.exists(array, _holds_value_at(leaf))
                 checks.append((leaf.path, F.coalesce(holds, F.lit(False))))
     return checks
 

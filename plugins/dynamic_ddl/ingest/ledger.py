@@ -63,8 +63,9 @@ class Batch:
 def fingerprint(path: Path) -> tuple[str, int]:
     """SHA-256 of the file's bytes and its line count, in one read of 1 MiB chunks.
 
-    Lines are counted as Spark's text reader splits them (a last line needs
-    no newline); gzip files are counted on their decompressed bytes.
+    Lines are counted as Spark's text reader splits them: at LF, CRLF or a
+    bare CR, and a last line needs no line end (see count_line_ends); gzip
+    files are counted on their decompressed bytes.
     """
     digest = hashlib.sha256()
     unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
@@ -80,9 +81,23 @@ def fingerprint(path: Path) -> tuple[str, int]:
                     unzip = zlib.decompressobj(wbits=47)
                     text += unzip.decompress(rest)
             if text:
-                count += text.count(b"\n")
+                count += count_line_ends(text, after_cr=last == b"\r")
                 last = text[-1:]
-    return digest.hexdigest(), count + (last != b"\n")
+    return digest.hexdigest(), count + (last not in (b"\n", b"\r"))
+
+
+def count_line_ends(text: bytes, after_cr: bool = False) -> int:
+    r"""Line ends in `text` as Hadoop's LineReader finds them: LF, CRLF and a bare CR.
+
+    `after_cr` says the text before this chunk ended in CR, so a leading LF
+    completes that CRLF rather than ending a line of its own.
+
+    Example:
+        >>> count_line_ends(b"a\r\nb\rc\n"), count_line_ends(b"\nx", after_cr=True)
+        (3, 0)
+    """
+    ends = text.count(b"\n") + text.count(b"\r") - text.count(b"\r\n")
+    return ends - (after_cr and text.startswith(b"\n"))
 
 
 def file_checksum(path: Path) -> str:

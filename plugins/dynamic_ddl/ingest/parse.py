@@ -14,15 +14,22 @@ reason it goes to quarantine:
     invalid_utf8      bytes that are not UTF-8 (kept exactly, base64, in quarantine)
     empty_line        nothing but whitespace
     not_an_object     valid JSON, but an array, a string, a number, ...
+    unreadable_value  a JSON object the reader cannot read with the batch's
+                      types: "" where every other value of the path is a
+                      number (Spark's inference takes "" for null)
     unparseable_json  not JSON at all (including nesting beyond Jackson's limit)
     not_strict_json   read only by a lenient parser: a key repeated in one object
                       (which value is meant is anyone's guess), a lone surrogate
-                      escape, NaN, single quotes, ...: Spark's JSON reader would
-                      silently keep one of the values or change the text
+                      escape, NaN, single quotes, text after the object, ...:
+                      Spark's JSON reader would silently keep one of the values,
+                      change the text or ignore the rest of the line
+    empty_key         an object has the key "": Spark's reader drops such a
+                      key with its value
     nesting_too_deep  objects/arrays nested deeper than LineLimits.max_depth
 
 A line is accepted only when both Spark's JSON reader and its strict
-RFC 8259 parser (`try_parse_json`, the VARIANT parser) take it.
+RFC 8259 parser (`try_parse_json`, the VARIANT parser) take it (see
+`is_strict_json`).
 
 Inbox paths are handed to Spark literally (`literal_path`): a file named
 `[ab].json` is that file, not a pattern matching `a.json` and `b.json`.
@@ -54,6 +61,10 @@ CORRUPT_RECORD = "_corrupt_record"
 RECORD = "_record"
 REJECT_REASON = "_reject_reason"
 LINE_NUMBER = "_line_number"
+# The key "" in JSON text: `""` then `:`, not preceded by a backslash (an
+# escaped quote inside a string); `""` followed by `:` appears nowhere else
+# in valid JSON.
+EMPTY_KEY = r'(?<!\\)""\s*:'
 
 
 @dataclass(frozen=True)
@@ -96,18 +107,18 @@ def literal_path(path: str) -> str:
 
 
 def _json_reader(spark: SparkSession):
-    return (
-        spark.read.option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
-        .option("dropFieldIfAllNull", "true")
+    return spark.read.option("mode", "PERMISSIVE").option(
+        "columnNameOfCorruptRecord", CORRUPT_RECORD
     )
 
 
 def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = None) -> StructType:
     """The batch's schema, inferred by Spark's JSON reader over every line.
 
-    Keys that are null in every line are left out (dropFieldIfAllNull): they
-    get a column once a value arrives, and stay in `_raw_json` until then.
+    Keys that are null in every line are kept (as string): the caller gives
+    a path a column only once a record holds a value there. (The reader's
+    dropFieldIfAllNull would also drop keys whose only value is "", which is
+    a value, not a null.)
 
     A key repeated in one object fails the reader's inference
     (`COLUMN_ALREADY_EXISTS`). Such lines go to quarantine (`not_strict_json`),
@@ -120,7 +131,7 @@ def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = No
         except AnalysisException as error:
             if scratch is None or "COLUMN_ALREADY_EXISTS" not in str(error):
                 raise
-            strict = read_text_lines(spark, files).where(F.try_parse_json("line").isNotNull())
+            strict = read_text_lines(spark, files).where(is_strict_json(F.col("line")))
             strict.select("line").write.mode("overwrite").text(scratch)
             schema = _json_reader(spark).json(scratch).schema
     return StructType([field for field in schema.fields if field.name != CORRUPT_RECORD])
@@ -190,6 +201,21 @@ def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
     )
 
 
+def is_strict_json(line: Column) -> Column:
+    """Whether a line is one JSON value and nothing else, by RFC 8259.
+
+    The VARIANT parser refuses repeated keys, lone surrogates and NaN, but,
+    like Jackson, stops at the end of the first value and ignores the rest.
+    So the line is parsed inside an array and inside an object: text after
+    the value can continue at most one of the two (`]` closes only the
+    array, `,"k":1` continues only the object), so both parse only when
+    there is none.
+    """
+    in_array = F.try_parse_json(F.concat(F.lit("["), line, F.lit("]")))
+    in_object = F.try_parse_json(F.concat(F.lit('{"k":'), line, F.lit("}")))
+    return F.coalesce(in_array.isNotNull() & in_object.isNotNull(), F.lit(False))
+
+
 def rejection_reason(
     line: Column, record: Column, schema: StructType, limits: LineLimits
 ) -> Column:
@@ -205,11 +231,12 @@ def rejection_reason(
         .when(F.trim(line) == "", F.lit("empty_line"))
         .when(
             record.isNull() | corrupt.isNotNull(),
-            F.when(F.try_parse_json(line).isNull(), F.lit("unparseable_json")).otherwise(
-                F.lit("not_an_object")
-            ),
+            F.when(F.try_parse_json(line).isNull(), F.lit("unparseable_json"))
+            .when(F.ltrim(line).startswith("{"), F.lit("unreadable_value"))
+            .otherwise(F.lit("not_an_object")),
         )
-        .when(F.try_parse_json(line).isNull(), F.lit("not_strict_json"))
+        .when(~is_strict_json(line), F.lit("not_strict_json"))
+        .when(line.rlike(EMPTY_KEY), F.lit("empty_key"))
         .when(
             deeper_than(record, positional_type(schema), limits.max_depth),
             F.lit("nesting_too_deep"),
