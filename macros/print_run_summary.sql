@@ -1,7 +1,7 @@
 {#
     Print a compact summary of the run (on-run-end hook): tables and rows
-    per layer, the columns raw ingestion discovered this run, and the lines
-    it quarantined. Off unless `--vars '{print_summary: true}'` (make run
+    per layer, the columns raw ingestion discovered this run, the lines it
+    quarantined, and the rows whose event time it could not read. Off unless `--vars '{print_summary: true}'` (make run
     sets it), so tests and ad-hoc runs do not pay for the counts.
 
     "This run" means the batches that started after dbt did: batch ids
@@ -66,7 +66,27 @@
         ~ " where batch_id >= '" ~ since ~ "' group by 1 order by 1",
         ' in ' ~ quarantine
     ) -%}
-    {{ return([discovered, quarantined]) }}
+    {%- set unreadable = [] -%}
+    {%- for topic, entry in var('raw_topics', {}).items() -%}
+        {%- set column = run_query(
+            'select column_name from ' ~ registry ~ " where table_name = 'raw_" ~ topic
+            ~ "' and json_path = " ~ dynamic_ddl.pivot_literal(entry['event_time'])
+        ).columns[0].values() -%}
+        {%- set raw = adapter.get_relation(database=none, schema=schema, identifier='raw_' ~ topic) -%}
+        {%- if column and raw is not none -%}
+            {%- do unreadable.append(
+                "select '" ~ raw.identifier ~ "', count(*) from " ~ raw
+                ~ " where _batch_id >= '" ~ since ~ "' and _event_date is null and "
+                ~ adapter.quote(column[0]) ~ ' is not null having count(*) > 0') -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set lines = [discovered, quarantined] -%}
+    {%- if unreadable -%}
+        {%- do lines.append(dynamic_ddl.summary_count_line(
+            'event times unreadable this run', unreadable | join(' union all '),
+            ' (rows kept, no _event_date; see event_time_format)')) -%}
+    {%- endif -%}
+    {{ return(lines) }}
 {% endmacro %}
 
 

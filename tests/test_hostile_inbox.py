@@ -215,3 +215,33 @@ def test_values_the_reader_would_drop_are_quarantined_with_their_reason(spark, t
     }
     assert sorted(r.id for r in spark.table("hostile_dropped.raw_feed").collect()) == [3, 4]
     assert_every_line_accounted_for(spark, "hostile_dropped")
+
+
+def test_event_times_as_feeds_send_them_get_their_date(spark, tmp_path):
+    times = {
+        1: "2026-11-01T10:00:00Z",
+        2: "Sun Aug 31 00:29:15 +0000 2014",
+        3: "Mon, 01 Sep 2014 23:59:59 GMT",
+        4: 1700000000,  # epoch seconds
+        5: 1700000000123,  # epoch milliseconds
+        6: "1700000000",
+        7: "01.02.2026 10:00",  # the topic's event_time_format
+        8: "not a time",
+    }
+    lines = [json.dumps({"id": key, "ts": value}) for key, value in times.items()]
+    write_lines(tmp_path, "a.json", lines)
+    ingest(spark, "hostile_times", tmp_path, event_time_format="dd.MM.yyyy HH:mm")
+    dates = {
+        row.id: str(row._event_date)
+        for row in spark.table("hostile_times.raw_feed").select("id", "_event_date").collect()
+    }
+    assert dates == {
+        1: "2026-11-01",
+        2: "2014-08-31",
+        3: "2014-09-01",
+        4: "2023-11-14",
+        5: "2023-11-14",
+        6: "2023-11-14",
+        7: "2026-02-01",
+        8: "None",  # kept, counted by the readable_event_times test and the run summary
+    }

@@ -74,6 +74,13 @@ class _Adapter:
         return f"`{identifier}`"
 
     @staticmethod
+    def event_timestamp_sql(expression: str, event_time_format: str | None = None) -> str:
+        """The adapter's own: pure SQL text, no warehouse needed."""
+        from dynamic_ddl.schema.event_time import event_timestamp_sql
+
+        return event_timestamp_sql(expression, event_time_format)
+
+    @staticmethod
     def dispatch(macro_name: str, macro_namespace: str | None = None):
         """The project's `default__<macro_name>`."""
         return _project_macro(f"default__{macro_name}")

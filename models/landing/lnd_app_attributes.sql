@@ -18,7 +18,7 @@
     (
         select
             raw_app_attributes.id,
-            try_to_timestamp(raw_app_attributes.log_ts) as log_ts,
+            {{ event_timestamp('raw_app_attributes.log_ts', 'app_attributes') }} as log_ts,
             cast(pmod(xxhash64(raw_app_attributes.id), 8) as int) as id_bucket,
             raw_app_attributes.record_key,
             raw_app_attributes.record_value,

@@ -35,8 +35,8 @@ typed as (
         cast(raw_events.data_device_battery_charging as boolean) as battery_charging,
         {{ column_or_null(raw, 'data_device_battery_cycle_count', 'int', 'raw_events') }} as battery_cycle_count,
         {{ column_or_null(raw, 'data_network_type', 'string', 'raw_events') }} as network_type,
-        try_to_timestamp(raw_events.data_log_ts) as logged_at,
-        cast(try_to_timestamp(raw_events.data_log_ts) as date) as event_date,
+        {{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as logged_at,
+        cast({{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as date) as event_date,
         raw_events._batch_id
 
     from raw_events

@@ -49,6 +49,7 @@ BATCH_1 = [
     None,  # invalid UTF-8, written as bytes below
     "",
     json.dumps({"id": 9, "pad": "p" * 30000}),
+    json.dumps({"id": 10, "ts": "at tea time"}),  # kept; the readable_event_times test warns
 ]
 INVALID_UTF8 = b'{"id": 7, "name": "caf\xff"}'
 BATCH_2 = [
@@ -75,8 +76,16 @@ def _write_batch(folder: Path, lines: list[str | None]) -> None:
 
 
 def _project_sources() -> dict:
+    """The project's source declarations, and the event-time warning on raw_hostile."""
     raw_yml = yaml.safe_load((PROJECT_ROOT / "python_models/raw/_raw.yml").read_text())
-    return {"version": 2, "sources": raw_yml["sources"]}
+    event_times = {
+        "readable_event_times": {
+            "arguments": {"event_time_column": "ts"},
+            "config": {"severity": "warn"},
+        }
+    }
+    models = [{"name": "raw_hostile", "data_tests": [event_times]}]
+    return {"version": 2, "sources": raw_yml["sources"], "models": models}
 
 
 class TestRawIngestion:
@@ -109,6 +118,11 @@ class TestRawIngestion:
         invariant = PROJECT_ROOT / "tests/data_tests/assert_every_input_line_is_accounted_for.sql"
         return {invariant.name: invariant.read_text()}
 
+    @pytest.fixture(scope="class")
+    def macros(self):
+        test = PROJECT_ROOT / "macros/readable_event_times.sql"
+        return {test.name: test.read_text()}
+
     def _rows(self, project, sql):
         return [tuple(row) for row in project.run_sql(sql, fetch="all")]
 
@@ -127,7 +141,9 @@ class TestRawIngestion:
     def test_hostile_batch_then_drift(self, project, inbox):
         schema = project.test_schema
         _write_batch(inbox / "hostile" / "dt=2026-11-01", BATCH_1)
-        run_dbt(["build"])  # the invariant test is part of the build
+        results = run_dbt(["build"])  # the invariant test is part of the build
+        (warned,) = [r for r in results if "readable_event_times" in r.node.name]
+        assert (str(warned.status), warned.failures) == ("warn", 1)  # "at tea time"
 
         columns = self._columns(project, "raw_hostile")
         assert "always_null" not in columns and "empty" not in columns
@@ -181,8 +197,8 @@ class TestRawIngestion:
         assert columns["id"][1] == "string" and columns["Name"][2] == "stale"
         assert "n.new1" in columns and "new2" in columns and "new3" not in columns
         ids = self._rows(project, f"select id, _overflow from {raw} order by id")
-        assert [i for i, _ in ids] == ["1", "2", "x-3"]
-        assert ids[2][1] == {"new3": "3", "new4": "4"}
+        assert [i for i, _ in ids] == ["1", "10", "2", "x-3"]
+        assert ids[3][1] == {"new3": "3", "new4": "4"}
         qty = self._rows(
             project,
             f"select items_sku, items_qty, items_color from {raw}__items order by items_sku",

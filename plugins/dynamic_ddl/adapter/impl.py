@@ -89,6 +89,13 @@ class DynamicSparkAdapter(SparkAdapter):
         self.drop_relation(backup)
 
     @available
+    def event_timestamp_sql(self, expression: str, event_time_format: str | None = None) -> str:
+        """SQL reading an event time in any format the raw layer reads (schema/event_time.py)."""
+        from dynamic_ddl.schema.event_time import event_timestamp_sql
+
+        return event_timestamp_sql(expression, event_time_format)
+
+    @available
     def create_bookkeeping_tables(self, schema: str) -> None:
         """Create the raw layer's ledger, registry and quarantine in `schema` if missing."""
         from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, bookkeeping_ddl

@@ -117,6 +117,7 @@ class IngestSettings:
             record_key=tuple(config["record_key"]),
             event_time=config["event_time"],
             pinned_paths=tuple(config.get("pinned_paths") or ()),
+            event_time_format=config.get("event_time_format"),
         )
         limits = LineLimits(
             max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),
@@ -422,7 +423,9 @@ def write_batch(
     event_time = dotted(topic.event_time)
     entries = plans[_bare(settings.table)].entries
     overwrite_partitions(
-        spark, settings.table, raw_rows(parsed, context, source, entries, event_time)
+        spark,
+        settings.table,
+        raw_rows(parsed, context, source, entries, event_time, topic.event_time_format),
     )
     parent, children = table_leaves(source)
     tables = child_table_names(settings.table, [child.path for child in children], registry)
@@ -436,6 +439,7 @@ def write_batch(
             plans[_bare(table)].entries,
             _parent_keys(topic, parent),
             event_time,
+            topic.event_time_format,
         )
         overwrite_partitions(spark, table, rows)
     # No pass over the staged lines when none was rejected.

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 
 from dynamic_ddl.ingest.parse import RECORD, REJECT_REASON
+from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.schema.flatten import ChildArray, Leaf, field_at, split_schema
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, display_path
 from dynamic_ddl.schema.registry import RegistryEntry
@@ -27,6 +28,7 @@ BATCH_ID_COLUMN = "_batch_id"
 INDEX_COLUMN = "_index"
 PARENT_PREFIX = "_parent_"
 ELEMENT = "_element"
+EVENT_TIME_VALUE = "_event_time_value"
 
 
 @dataclass(frozen=True)
@@ -119,12 +121,20 @@ def data_columns(
     return columns, [leaf for leaf in leaves if leaf.path not in named]
 
 
-def event_date(record: Column, leaves: list[Leaf], event_time: JsonPath) -> Column:
-    """The date of the event-time leaf (ISO text), NULL when absent or not a timestamp."""
+def with_event_time(
+    rows: DataFrame, record: Column, leaves: list[Leaf], event_time: JsonPath
+) -> DataFrame:
+    """`rows` with EVENT_TIME_VALUE: the value at the event-time path (NULL when absent)."""
+    value = F.lit(None).cast("string")
     for leaf in leaves:
         if leaf.path == event_time:
-            return F.to_date(F.try_to_timestamp(field_at(record, leaf.ordinals).cast("string")))
-    return F.lit(None).cast("date")
+            value = field_at(record, leaf.ordinals)
+    return rows.withColumn(EVENT_TIME_VALUE, value)
+
+
+def event_date(event_time_format: str | None) -> Column:
+    """The date of EVENT_TIME_VALUE in any format schema/event_time.py reads; else NULL."""
+    return F.to_date(F.expr(event_timestamp_sql(EVENT_TIME_VALUE, event_time_format)))
 
 
 def lineage_columns(context: BatchContext) -> list[Column]:
@@ -146,18 +156,19 @@ def raw_rows(
     source: StructType,
     entries: list[RegistryEntry],
     event_time: JsonPath,
+    event_time_format: str | None = None,
 ) -> DataFrame:
     """Accepted lines as raw rows: lineage, the original text, the registry's columns,
     overflow, and the partition columns (_event_date, _batch_id)."""
     record = F.col(RECORD)
     leaves, _ = table_leaves(source)
     columns, rest = data_columns(record, leaves, entries, source)
-    return accepted(parsed).select(
+    return with_event_time(accepted(parsed), record, leaves, event_time).select(
         *lineage_columns(context),
         F.col("line").alias("_raw_json"),
         overflow_map(record, rest, source).alias(OVERFLOW_COLUMN),
         *columns,
-        event_date(record, leaves, event_time).alias(EVENT_DATE_COLUMN),
+        event_date(event_time_format).alias(EVENT_DATE_COLUMN),
         F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
     )
 
@@ -170,6 +181,7 @@ def child_rows(
     entries: list[RegistryEntry],
     parent_keys: dict[str, Leaf],
     event_time: JsonPath,
+    event_time_format: str | None = None,
 ) -> DataFrame:
     """One row per element of the child array: lineage, the parent's key, `_index`, leaves."""
     record = F.col(RECORD)
@@ -178,11 +190,11 @@ def child_rows(
         leaf_value(record, leaf, source).cast("string").alias(PARENT_PREFIX + name)
         for name, leaf in parent_keys.items()
     ]
-    exploded = accepted(parsed).select(
+    exploded = with_event_time(accepted(parsed), record, leaves, event_time).select(
         *lineage_columns(context),
         *keys,
         F.posexplode(field_at(record, child.ordinals)).alias(INDEX_COLUMN, ELEMENT),
-        event_date(record, leaves, event_time).alias(EVENT_DATE_COLUMN),
+        event_date(event_time_format).alias(EVENT_DATE_COLUMN),
     )
     element = F.col(ELEMENT)
     columns, rest = data_columns(element, element_leaves(child), entries, child.element)

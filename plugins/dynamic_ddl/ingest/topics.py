@@ -7,6 +7,7 @@
           record_key: [_data.event.id]   # JSON path(s) identifying a record
           event_time: _data.log_ts       # JSON path of the event timestamp
           pinned_paths: [_data.device.model]  # optional: columns first when the cap must choose
+          event_time_format: dd.MM.yyyy HH:mm  # optional: tried before ISO 8601, epochs, ...
 
 Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`.
 """
@@ -42,6 +43,8 @@ class TopicConfig:
     event_time: str
     # Paths that take a column before any other when the column cap must choose.
     pinned_paths: tuple[str, ...] = ()
+    # A Spark datetime pattern tried first (schema/event_time.py tries the usual ones).
+    event_time_format: str | None = None
 
 
 def load_project_vars(project_dir: Path) -> dict[str, Any]:
@@ -93,11 +96,18 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
         pinned = entry.get("pinned_paths") or []
         if not isinstance(pinned, list) or not all(isinstance(p, str) and p for p in pinned):
             raise ConfigError(f"{where}: pinned_paths must be a list of JSON paths.")
+        event_time_format = entry.get("event_time_format")
+        if event_time_format is not None and not isinstance(event_time_format, str):
+            raise ConfigError(
+                f"{where}: event_time_format must be a Spark datetime pattern, "
+                "e.g. 'dd.MM.yyyy HH:mm'."
+            )
         topics[name] = TopicConfig(
             name=name,
             record_key=tuple(record_key),
             event_time=event_time,
             pinned_paths=tuple(pinned),
+            event_time_format=event_time_format,
         )
     return topics
 

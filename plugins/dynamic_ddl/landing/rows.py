@@ -9,6 +9,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from dynamic_ddl.schema.event_time import event_timestamp_sql
+from dynamic_ddl.sql_text import quoted_identifier
+
 # Raw-only lineage: the landing row keeps `_batch_id`; the rest stays in raw.
 RAW_ONLY = ("_raw_json", "_overflow", "_ingested_at", "_event_date", "_source_file")
 
@@ -25,15 +28,23 @@ def unseen_batches(spark: SparkSession, raw: DataFrame, landing: str | None) -> 
     return raw if seen is None else raw.where(F.col("_batch_id") > F.lit(seen))
 
 
-def landing_rows(raw: DataFrame, key: str, event_time: str, buckets: int) -> DataFrame:
+def landing_rows(
+    raw: DataFrame,
+    key: str,
+    event_time: str,
+    buckets: int,
+    event_time_format: str | None = None,
+) -> DataFrame:
     """Raw rows as landing rows: event time typed, a `<key>_bucket` partition, raw-only
     lineage dropped.
 
-    A text that is not a timestamp gives NULL (its raw row keeps the text); a
-    row without an event time loses to any row with one.
+    The event time is read as schema/event_time.py reads it; a value it cannot
+    read gives NULL (its raw row keeps the text); a row without an event time
+    loses to any row with one.
     """
     kept = [column for column in raw.columns if column not in RAW_ONLY]
+    typed = F.expr(event_timestamp_sql(quoted_identifier(event_time), event_time_format))
     return raw.select(*kept).select(
-        *[F.try_to_timestamp(F.col(c)).alias(c) if c == event_time else F.col(c) for c in kept],
+        *[typed.alias(c) if c == event_time else F.col(c) for c in kept],
         F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int").alias(f"{key}_bucket"),
     )

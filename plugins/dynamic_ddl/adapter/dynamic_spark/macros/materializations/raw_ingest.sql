@@ -60,6 +60,7 @@
         'record_key': record_key,
         'event_time': entry['event_time'],
         'pinned_paths': entry.get('pinned_paths', []),
+        'event_time_format': entry.get('event_time_format'),
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,

@@ -1,0 +1,57 @@
+"""Event times as feeds send them: ISO 8601, the common text formats, epoch seconds or ms.
+
+One SQL expression (`event_timestamp_sql`) reads them all; the raw layer's
+`_event_date`, the Python landing models and the SQL landing models (through
+the `event_timestamp` macro and the adapter) all use it, so an event time
+means the same everywhere. The order of tries:
+
+1. the topic's `event_time_format` (a Spark datetime pattern), when set;
+2. a number, or text that is one: epoch seconds, or milliseconds when its
+   magnitude is 1e11 or more (1e11 s is the year 5138; 1e11 ms, 1973);
+3. ISO 8601 (`2026-11-01T10:00:00Z`, `2026-11-01 10:00:00`, `2026-11-01`);
+4. COMMON_FORMATS (`Sun Aug 31 00:29:15 +0000 2014`, RFC 1123, ...), after
+   dropping a leading day of the week.
+
+A value none of them reads gives NULL; the raw row keeps its text, and the
+`readable_event_times` test and the run summary count such rows.
+"""
+
+from __future__ import annotations
+
+from dynamic_ddl.sql_text import string_literal
+
+# Tried on the text without a leading day of the week (`Sun `, `Mon, `):
+# Spark 3+ cannot parse the pattern letter E.
+COMMON_FORMATS = (
+    "MMM dd HH:mm:ss Z yyyy",  # Twitter and many REST APIs: Sun Aug 31 00:29:15 +0000 2014
+    "dd MMM yyyy HH:mm:ss z",  # RFC 1123, HTTP dates: Sun, 31 Aug 2014 00:29:15 GMT
+    "yyyy/MM/dd HH:mm:ss",
+    "dd/MM/yyyy HH:mm:ss",
+)
+_DAY_OF_WEEK = "^[A-Za-z]{3},?\\s+"
+# A plain number (a double's text may have an exponent: 1.7E12).
+_NUMBER = "^-?[0-9]+([.][0-9]+)?([eE][+-]?[0-9]+)?$"
+
+
+def event_timestamp_sql(expression: str, event_time_format: str | None = None) -> str:
+    """SQL for the timestamp of an event time `expression` (any type), NULL when unreadable.
+
+    Example:
+        >>> "timestamp_seconds" in event_timestamp_sql("t.ts")
+        True
+    """
+    text = f"cast({expression} as string)"
+    number = f"try_cast({text} as double)"
+    tries = []
+    if event_time_format:
+        tries.append(f"try_to_timestamp({text}, {string_literal(event_time_format)})")
+    tries.append(
+        # Below 1e14 (ms in the year 5138): timestamp_seconds cannot overflow.
+        f"case when {text} rlike {string_literal(_NUMBER)} and abs({number}) < 1e14 "
+        f"then timestamp_seconds(case when abs({number}) >= 1e11 then {number} / 1000 "
+        f"else {number} end) end"
+    )
+    tries.append(f"try_to_timestamp({text})")
+    undayed = f"regexp_replace({text}, {string_literal(_DAY_OF_WEEK)}, '')"
+    tries += [f"try_to_timestamp({undayed}, {string_literal(f)})" for f in COMMON_FORMATS]
+    return "coalesce(" + ", ".join(tries) + ")"
