@@ -245,3 +245,40 @@ def test_event_times_as_feeds_send_them_get_their_date(spark, tmp_path):
         7: "2026-02-01",
         8: "None",  # kept, counted by the readable_event_times test and the run summary
     }
+
+
+def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
+    path = write_lines(tmp_path, "a.json", ['{"id": 1}', '{"id": 2}', '{"id": 3}'])
+    ingest(spark, "hostile_grown", tmp_path)
+    with open(path, "ab") as appending:
+        appending.write(b'{"id": 4}\n{"id": \n')
+    (summary,) = ingest(spark, "hostile_grown", tmp_path)
+    assert (summary.input_lines, summary.raw_rows, summary.quarantined_lines) == (2, 1, 1)
+    ids = sorted(row.id for row in spark.table("hostile_grown.raw_feed").collect())
+    assert ids == [1, 2, 3, 4]  # no line twice
+    (bad,) = spark.table("hostile_grown.raw_quarantine").collect()
+    assert (bad.line_number, bad.raw_text) == (5, '{"id": ')  # numbered in the whole file
+    ledger = spark.table("hostile_grown.raw_file_ledger").orderBy("first_line").collect()
+    assert [(e.first_line, e.line_count, e.state) for e in ledger] == [
+        (1, 3, "committed"),
+        (4, 2, "committed"),
+    ]
+    assert_every_line_accounted_for(spark, "hostile_grown")
+    # Any other change makes it a new file, read whole: nothing of it is lost.
+    path.write_bytes(b'{"id": 9}\n')
+    (changed,) = ingest(spark, "hostile_grown", tmp_path)
+    assert (changed.input_lines, changed.raw_rows) == (1, 1)
+
+
+def test_a_ledger_from_before_first_line_is_migrated(spark, tmp_path):
+    spark.sql("create database if not exists hostile_migrated")
+    spark.sql(
+        "create table hostile_migrated.raw_file_ledger (path string, size_bytes bigint, "
+        "modified_at double, checksum string, line_count bigint, batch_id string, "
+        "state string, recorded_at timestamp, topic string) using parquet partitioned by (topic)"
+    )
+    write_lines(tmp_path, "a.json", ['{"id": 1}'])
+    (summary,) = ingest(spark, "hostile_migrated", tmp_path)
+    assert summary.raw_rows == 1
+    (entry,) = spark.table("hostile_migrated.raw_file_ledger").collect()
+    assert (entry.first_line, entry.topic, entry.state) == (1, "feed", "committed")

@@ -96,3 +96,37 @@ def test_second_sample_batch_drifts_in_with_no_manual_step(spark, inbox, tmp_pat
         assert raw.where(F.col(column).isNotNull()).count() > 0
     for state, lines, raw_rows, quarantined in _accounted(spark, "ingest_drift"):
         assert state == "committed" and lines == raw_rows + quarantined
+
+
+def test_a_batch_stuck_pending_does_not_look_fresh(spark, inbox, tmp_path, monkeypatch):
+    """`dbt source freshness` reads the ledger's committed files only: a batch that keeps
+    failing (recorded pending on every try) must let the topic go stale."""
+    import yaml
+
+    from tests.conftest import PROJECT_ROOT
+
+    spark.sql("create database if not exists ingest_stuck")
+    both = tmp_path / "inbox"
+    shutil.copytree(inbox / "b1", both)
+    ingest_topic(spark, _config("ingest_stuck", both))
+    committed_at = spark.table("ingest_stuck.raw_file_ledger").agg(F.max("recorded_at")).first()[0]
+
+    for day in (inbox / "b2" / "device_events").iterdir():
+        shutil.copytree(day, both / "device_events" / f"b2-{day.name}")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("the batch fails every time")
+
+    monkeypatch.setattr(job, "_write_registry", killed)
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            ingest_topic(spark, _config("ingest_stuck", both))
+    ledger = spark.table("ingest_stuck.raw_file_ledger")
+    assert ledger.where("state = 'pending'").count() > 0
+    assert ledger.where("state = 'committed'").agg(F.max("recorded_at")).first()[0] == committed_at
+
+    raw_yml = yaml.safe_load((PROJECT_ROOT / "python_models/raw/_raw.yml").read_text())
+    tables = {table["name"]: table for table in raw_yml["sources"][0]["tables"]}
+    query = tables["raw_file_ledger"]["config"]["loaded_at_query"]
+    loaded_at = spark.sql(query.replace("{{ target.schema }}", "ingest_stuck")).first()[0]
+    assert loaded_at == committed_at

@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 from dynamic_ddl.ingest.ledger import (
     COMMITTED,
     PENDING,
+    BatchLimits,
     InboxFile,
     LedgerEntry,
+    count_line_ends,
     file_checksum,
     plan_batches,
     scan_inbox,
@@ -88,3 +90,21 @@ def test_scan_skips_committed_files_unread(tmp_path):
     path.write_bytes(b'{"a": 1}\n{"a": 2}\n')  # appended to: read again
     (again,) = scan_inbox(tmp_path, "t", [committed])
     assert again.line_count == 2
+
+
+def test_a_backlog_is_cut_into_batches_that_sort_in_commit_order():
+    files = [_file(name) for name in "abcde"]
+    batches = plan_batches(files, [], NOW, BatchLimits(max_files=2))
+    assert [[f.path[-1] for f in b.files] for b in batches] == [["a", "b"], ["c", "d"], ["e"]]
+    ids = [b.batch_id for b in batches]
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    by_size = plan_batches(files, [], NOW, BatchLimits(max_bytes=25))  # files of 10 bytes
+    assert [len(b.files) for b in by_size] == [2, 2, 1]
+    huge = plan_batches([_file("a")], [], NOW, BatchLimits(max_bytes=1))
+    assert [len(b.files) for b in huge] == [1]  # a file is never split, never left out
+
+
+def test_lines_end_at_lf_crlf_and_a_bare_cr_across_chunks():
+    assert count_line_ends(b"a\r\nb\rc\n") == 3
+    assert count_line_ends(b"\nx", after_cr=True) == 0
+    assert count_line_ends(b"\rx", after_cr=True) == 1

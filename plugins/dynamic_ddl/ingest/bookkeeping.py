@@ -21,8 +21,10 @@ from dynamic_ddl.schema.registry import RegistryEntry
 
 LEDGER_COLUMNS = (
     "path string, size_bytes bigint, modified_at double, checksum string, line_count bigint, "
-    "batch_id string, state string, recorded_at timestamp, topic string"
+    "batch_id string, state string, recorded_at timestamp, first_line bigint, topic string"
 )
+# Columns added to a bookkeeping table since it was first created: (table kind, column, type).
+ADDED_COLUMNS = (("ledger", "first_line", "bigint"),)
 REGISTRY_COLUMNS = (
     "table_name string, json_path string, json_keys array<string>, column_name string, "
     "data_type string, first_seen_batch string, last_seen_batch string, status string, "
@@ -65,9 +67,13 @@ def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
 
 
 def create_bookkeeping_tables(spark: SparkSession, tables: BookkeepingTables) -> None:
-    """Create the three tables if they do not exist yet."""
+    """Create the three tables if they do not exist yet; add columns newer versions added."""
     for statement in bookkeeping_ddl(tables):
         spark.sql(statement)
+    for kind, column, data_type in ADDED_COLUMNS:
+        table = getattr(tables, kind)
+        if column not in spark.table(table).columns:
+            spark.sql(f"alter table {table} add columns (`{column}` {data_type})")
 
 
 def _topic_rows(spark: SparkSession, table: str, topic: str) -> list:
@@ -86,16 +92,33 @@ def read_ledger(spark: SparkSession, table: str, topic: str) -> list[LedgerEntry
             row.line_count,
             row.batch_id,
             row.state,
+            row.recorded_at,
+            row.first_line or 1,
         )
         for row in _topic_rows(spark, table, topic)
     ]
 
 
 def write_ledger(spark: SparkSession, table: str, topic: str, entries: list[LedgerEntry]) -> None:
-    """Replace the topic's ledger rows."""
+    """Replace the topic's ledger rows; an entry keeps its `recorded_at`, a new one gets now.
+
+    So a run that records a batch as pending does not make the topic's
+    committed files look fresh (source freshness reads committed rows).
+    """
     now = datetime.now(UTC).replace(tzinfo=None)
     rows = [
-        (e.path, e.size, e.mtime, e.checksum, e.line_count, e.batch_id, e.state, now, topic)
+        (
+            e.path,
+            e.size,
+            e.mtime,
+            e.checksum,
+            e.line_count,
+            e.batch_id,
+            e.state,
+            e.recorded_at or now,
+            e.first_line,
+            topic,
+        )
         for e in entries
     ]
     _overwrite_topic(spark, table, topic, rows, LEDGER_COLUMNS)

@@ -44,6 +44,8 @@ from dynamic_ddl.ingest.ledger import (
     COMMITTED,
     PENDING,
     Batch,
+    BatchLimits,
+    InboxFile,
     LedgerEntry,
     plan_batches,
     scan_inbox,
@@ -107,6 +109,7 @@ class IngestSettings:
     bookkeeping: BookkeepingTables
     limits: LineLimits = LineLimits()
     max_columns: int = 500
+    batch_limits: BatchLimits = BatchLimits()
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> IngestSettings:
@@ -130,6 +133,10 @@ class IngestSettings:
             bookkeeping=BookkeepingTables.in_schema(config["schema"]),
             limits=limits,
             max_columns=int(config.get("max_columns", 500)),
+            batch_limits=BatchLimits(
+                max_files=int(config.get("max_batch_files", BatchLimits.max_files)),
+                max_bytes=int(config.get("max_batch_mb", BatchLimits.max_bytes >> 20)) << 20,
+            ),
         )
 
 
@@ -282,7 +289,7 @@ def staging_location(spark: SparkSession, table: str) -> str:
 def stage_batch(
     spark: SparkSession,
     settings: IngestSettings,
-    files: list[str],
+    files: list[InboxFile],
     source: StructType,
     location: str,
     candidates: set[JsonPath],
@@ -296,7 +303,9 @@ def stage_batch(
     reads it; a rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
-    parsed = parse_lines(read_text_lines(spark, files), source, settings.limits, counts)
+    first_lines = {f.path: f.first_line for f in files if f.first_line > 1}
+    lines = read_text_lines(spark, [f.path for f in files], first_lines)
+    parsed = parse_lines(lines, source, settings.limits, counts)
     checks = value_checks(source, candidates)
     accepted = F.col(REJECT_REASON).isNull()
     parsed = parsed.observe(
@@ -326,7 +335,7 @@ def batches_to_ingest(spark: SparkSession, settings: IngestSettings) -> list[Bat
     """Pending batches again, then the new files; reads no file the ledger has committed."""
     entries = read_ledger(spark, settings.bookkeeping.ledger, settings.topic.name)
     scanned = scan_inbox(settings.inbox, settings.topic.name, entries)
-    return plan_batches(scanned, entries, datetime.now(UTC))
+    return plan_batches(scanned, entries, datetime.now(UTC), settings.batch_limits)
 
 
 def _record_ledger(spark: SparkSession, settings: IngestSettings, batch: Batch, state: str) -> None:
@@ -334,7 +343,16 @@ def _record_ledger(spark: SparkSession, settings: IngestSettings, batch: Batch, 
     taken = {(f.path, f.checksum) for f in batch.files}
     kept = [e for e in entries if (e.path, e.checksum) not in taken or e.state == COMMITTED]
     kept += [
-        LedgerEntry(f.path, f.size, f.mtime, f.checksum, f.line_count, batch.batch_id, state)
+        LedgerEntry(
+            f.path,
+            f.size,
+            f.mtime,
+            f.checksum,
+            f.line_count,
+            batch.batch_id,
+            state,
+            first_line=f.first_line,
+        )
         for f in batch.files
     ]
     write_ledger(spark, settings.bookkeeping.ledger, settings.topic.name, kept)
@@ -357,7 +375,9 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # Inference sees quarantined lines too: a new path gets a column only if
     # an accepted record holds a value there; the cap ranks by that count.
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
-    parsed, counts, carried = stage_batch(spark, settings, files, source, staging, new_paths)
+    parsed, counts, carried = stage_batch(
+        spark, settings, list(batch.files), source, staging, new_paths
+    )
     plans = plan_tables(settings, registry, source, batch.batch_id, carried)
     prepare_tables(spark, settings, plans)
     write_batch(spark, settings, context, parsed, counts, source, plans, registry)

@@ -10,6 +10,12 @@ A committed file whose size and modification time are unchanged is not
 read at all, so a run with no new files reads no data. Every other file is
 read once, here, for its checksum and its line count (the count the
 ingestion must account for: raw rows + quarantined lines).
+
+A file that grew by appending (its start is, byte for byte, a committed
+version that ended with a line end) is taken from its first new line on:
+`first_line` says where, and `line_count` counts only the new lines. Any
+other change makes the file a new file, read whole (gzip files included:
+their growth is not followed).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from dynamic_ddl.ingest.topics import topic_files
 
@@ -37,6 +44,8 @@ class InboxFile:
     mtime: float
     checksum: str
     line_count: int
+    # The first line to ingest (1-based): past the lines of a committed version it grew from.
+    first_line: int = 1
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,17 @@ class LedgerEntry:
     line_count: int
     batch_id: str
     state: str
+    # When the entry took its state (UTC); None for an entry not written yet.
+    recorded_at: datetime | None = None
+    first_line: int = 1
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """A backlog is cut into batches of at most this many files and bytes (oldest path first)."""
+
+    max_files: int = 10_000
+    max_bytes: int = 2 << 30
 
 
 @dataclass(frozen=True)
@@ -60,18 +80,39 @@ class Batch:
     files: tuple[InboxFile, ...]
 
 
-def fingerprint(path: Path) -> tuple[str, int]:
+class Fingerprint(NamedTuple):
+    """What one read of a file tells: checksum and lines, and the same of its first bytes."""
+
+    checksum: str
+    line_count: int
+    prefix_checksum: str | None = None  # of the first `prefix_size` bytes, when asked
+    prefix_lines: int = 0  # complete lines in those bytes (plain files only)
+    prefix_ends_line: bool = False  # whether those bytes end with a line end
+
+
+def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
     """SHA-256 of the file's bytes and its line count, in one read of 1 MiB chunks.
 
     Lines are counted as Spark's text reader splits them: at LF, CRLF or a
     bare CR, and a last line needs no line end (see count_line_ends); gzip
-    files are counted on their decompressed bytes.
+    files are counted on their decompressed bytes. With `prefix_size`, the
+    same read also hashes the first `prefix_size` bytes (to tell an append).
     """
     digest = hashlib.sha256()
     unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
     count, last = 0, b"\n"
+    prefix: tuple[str, int, bool] | None = None
+    offset = 0
     with open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK):
+            if prefix_size is not None and prefix is None and offset + len(chunk) >= prefix_size:
+                head = chunk[: prefix_size - offset]
+                at_boundary = digest.copy()
+                at_boundary.update(head)
+                ends = (head[-1:] if head else last) in (b"\n", b"\r")
+                lines = count + count_line_ends(head, after_cr=last == b"\r")
+                prefix = (at_boundary.hexdigest(), lines, ends)
+            offset += len(chunk)
             digest.update(chunk)
             text = chunk
             if unzip is not None:
@@ -83,7 +124,10 @@ def fingerprint(path: Path) -> tuple[str, int]:
             if text:
                 count += count_line_ends(text, after_cr=last == b"\r")
                 last = text[-1:]
-    return digest.hexdigest(), count + (last not in (b"\n", b"\r"))
+    lines = count + (last not in (b"\n", b"\r"))
+    if prefix is None or unzip is not None:
+        return Fingerprint(digest.hexdigest(), lines)
+    return Fingerprint(digest.hexdigest(), lines, *prefix)
 
 
 def count_line_ends(text: bytes, after_cr: bool = False) -> int:
@@ -119,15 +163,36 @@ def is_unchanged(path: Path, entry: LedgerEntry | None) -> bool:
 
 
 def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> list[InboxFile]:
-    """The topic's files that are not committed unchanged, with checksum and line count."""
-    committed = {e.path: e for e in ledger if e.state == COMMITTED}
+    """The topic's files that are not committed unchanged, with checksum and line count.
+
+    A file grown by appending to its latest committed version is taken
+    from its first new line (see the module docstring).
+    """
+    committed: dict[str, LedgerEntry] = {}
+    for entry in ledger:  # per path, the latest (largest) committed version
+        if entry.state == COMMITTED and entry.size >= committed.get(entry.path, entry).size:
+            committed[entry.path] = entry
     found = []
     for path in topic_files(inbox, topic):
-        if is_unchanged(path, committed.get(str(path))):
+        before = committed.get(str(path))
+        if is_unchanged(path, before):
             continue
         stat = path.stat()
-        checksum, line_count = fingerprint(path)
-        found.append(InboxFile(str(path), stat.st_size, stat.st_mtime, checksum, line_count))
+        grew = before is not None and stat.st_size > before.size
+        facts = fingerprint(path, before.size if grew else None)
+        first_line = 1
+        if grew and facts.prefix_checksum == before.checksum and facts.prefix_ends_line:
+            first_line = facts.prefix_lines + 1
+        found.append(
+            InboxFile(
+                str(path),
+                stat.st_size,
+                stat.st_mtime,
+                facts.checksum,
+                facts.line_count - (first_line - 1),
+                first_line,
+            )
+        )
     return found
 
 
@@ -141,25 +206,59 @@ def latest_entries(entries: Iterable[LedgerEntry]) -> dict[tuple[str, str], Ledg
     return latest
 
 
-def new_batch_id(files: Iterable[InboxFile], now: datetime) -> str:
+def new_batch_id(files: Iterable[InboxFile], now: datetime, sequence: int = 0) -> str:
     """A sortable, unique batch id: UTC time plus a hash of the files it takes.
+
+    The `sequence` of a batch within one run (a backlog cut in several)
+    follows the time, so the batches of one run sort in the order they
+    commit (`-` sorts before `.`): landing models take batches by id order.
 
     Example:
         >>> from datetime import UTC
         >>> new_batch_id([], datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
         '20261121T083000Z-e3b0c442'
+        >>> new_batch_id([], datetime(2026, 11, 21, 8, 30, tzinfo=UTC), 2)
+        '20261121T083000Z.0002-e3b0c442'
     """
     digest = hashlib.sha256()
     for file in sorted(files, key=lambda f: f.path):
         digest.update(f"{file.path}\0{file.checksum}\n".encode())
-    return f"{now:%Y%m%dT%H%M%SZ}-{digest.hexdigest()[:8]}"
+    order = f".{sequence:04d}" if sequence else ""
+    return f"{now:%Y%m%dT%H%M%SZ}{order}-{digest.hexdigest()[:8]}"
+
+
+def cut_backlog(files: list[InboxFile], limits: BatchLimits) -> list[list[InboxFile]]:
+    """New files in path order, cut into batches within `limits` (a file never split).
+
+    Example:
+        >>> files = [InboxFile(f"/t/{n}", 10, 0.0, "c", 1) for n in "abc"]
+        >>> [[f.path for f in b] for b in cut_backlog(files, BatchLimits(max_files=2))]
+        [['/t/a', '/t/b'], ['/t/c']]
+    """
+    batches: list[list[InboxFile]] = []
+    size = 0
+    for file in sorted(files, key=lambda f: f.path):
+        full = batches and (
+            len(batches[-1]) >= limits.max_files or size + file.size > limits.max_bytes
+        )
+        if not batches or full:
+            batches.append([])
+            size = 0
+        batches[-1].append(file)
+        size += file.size
+    return batches
 
 
 def plan_batches(
-    scanned: Iterable[InboxFile], ledger: Iterable[LedgerEntry], now: datetime
+    scanned: Iterable[InboxFile],
+    ledger: Iterable[LedgerEntry],
+    now: datetime,
+    limits: BatchLimits = BatchLimits(),
 ) -> list[Batch]:
     """Batches to ingest, oldest first: each pending batch again, then the new files.
 
+    A backlog of new files is cut into batches within `limits`, so a run
+    after a long outage neither reads it all at once nor fails on its size.
     Returns an empty list when every file is committed: a run with no new
     files reads no data.
     """
@@ -173,6 +272,6 @@ def plan_batches(
         elif entry.state == PENDING:
             pending.setdefault(entry.batch_id, []).append(file)
     batches = [Batch(batch_id, tuple(files)) for batch_id, files in sorted(pending.items())]
-    if fresh:
-        batches.append(Batch(new_batch_id(fresh, now), tuple(fresh)))
+    for sequence, files in enumerate(cut_backlog(fresh, limits)):
+        batches.append(Batch(new_batch_id(files, now, sequence), tuple(files)))
     return batches

@@ -163,19 +163,44 @@ def parse_schema(inferred: StructType, known: dict[JsonPath, DataType]) -> Struc
     return with_leaf_types(exact_numbers(inferred), known)  # type: ignore[arg-type]
 
 
-def read_text_lines(spark: SparkSession, files: list[str]) -> DataFrame:
-    """One row per input line: _source_file, _split_start, _row_id, line.
+def local_path(uri: Column) -> Column:
+    """A `_metadata.file_path` URI (`file:/in/a%20b.json`) as the local path the ledger keeps.
+
+    Hadoop percent-encodes what a URI cannot hold and leaves `+` alone, so
+    `+` is protected before `url_decode` (which reads it as a space).
+    """
+    path = F.regexp_replace(uri, "^file:", "")
+    return F.url_decode(F.regexp_replace(path, "[+]", "%2B"))
+
+
+def read_text_lines(
+    spark: SparkSession, files: list[str], first_lines: dict[str, int] | None = None
+) -> DataFrame:
+    """One row per input line: _source_file, _split_start, _row_id, _line_number, line.
 
     `_split_start` is the byte offset of the piece of the file the line was
     read with (Spark splits large files and packs small ones into one task);
     `_row_id` grows by one from line to line within a piece.
+
+    `first_lines` (path -> 1-based line) skips the lines before it in files
+    that grew since their last commit; those files' lines carry their
+    `_line_number`, which is NULL for every other line (see line_numbers).
     """
-    return spark.read.text([literal_path(f) for f in files]).select(
+    lines = spark.read.text([literal_path(f) for f in files]).select(
         F.col("_metadata.file_path").alias("_source_file"),
         F.col("_metadata.file_block_start").alias("_split_start"),
         F.monotonically_increasing_id().alias("_row_id"),
+        F.lit(None).cast("bigint").alias(LINE_NUMBER),
         F.col("value").alias("line"),
     )
+    if not first_lines:
+        return lines
+    starts = F.create_map(*[F.lit(v) for item in first_lines.items() for v in item])
+    first = starts[local_path(F.col("_source_file"))]
+    grown = lines.where(first.isNotNull())
+    numbered = line_numbers(grown.drop(LINE_NUMBER), grown.drop(LINE_NUMBER))
+    kept = numbered.where(F.col(LINE_NUMBER) >= first).select(*lines.columns)
+    return lines.where(first.isNull()).unionByName(kept)
 
 
 def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
@@ -183,7 +208,8 @@ def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
 
     A line's number is its row within its piece of the file, plus the lines of
     the file's earlier pieces. One aggregate over the pieces' two small
-    columns; no text is read again.
+    columns; no text is read again. A row that has its number already (a
+    line of a grown file) keeps it.
     """
     pieces = lines.groupBy("_source_file", "_split_start").agg(
         F.min("_row_id").alias("_first_row"), F.count("*").alias("_lines")
@@ -194,6 +220,8 @@ def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
         "_source_file", "_split_start", "_first_row", F.coalesce(before, F.lit(0)).alias("_before")
     )
     number = F.col("_row_id") - F.col("_first_row") + F.col("_before") + 1
+    if LINE_NUMBER in rows.columns:
+        number = F.coalesce(F.col(LINE_NUMBER), number)
     return (
         rows.join(F.broadcast(pieces), ["_source_file", "_split_start"])
         .withColumn(LINE_NUMBER, number)
