@@ -14,7 +14,7 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 DBT := $(BIN)/dbt
 
-.PHONY: help setup data run build docs test lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
+.PHONY: help setup data run build docs test fuzz lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -55,6 +55,11 @@ docs-serve: docs ## Serve the docs site on http://127.0.0.1:$(DOCS_PORT) (Ctrl-C
 
 test: setup $(BROWSER_STAMP) lint ## The full test suite (lint, then pytest on a real Spark and Chromium)
 	$(BIN)/pytest
+
+FUZZ_EXAMPLES ?= 300
+fuzz: setup ## Property tests on many new random inputs (FUZZ_EXAMPLES=300: about an hour)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(BIN)/pytest -p no:cacheprovider \
+		tests/test_fuzz_ingest.py tests/adapter/test_pivot_fuzz.py
 
 # Every SQL file we write: models, macros, data tests, the adapter's materializations.
 SQL_PATHS := models macros tests/data_tests plugins/dynamic_ddl/adapter/dynamic_spark/macros

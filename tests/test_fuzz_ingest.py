@@ -1,12 +1,15 @@
 """Property-based tests of raw ingestion: generated JSON text and file names, nothing lost.
 
 Each example writes a few batches of generated files (tests/json_text.py)
-into a fresh inbox and ingests them batch by batch through the real
-ingestion on the shared SparkSession. After every batch:
+into a fresh inbox, some of them appended to files of earlier batches, and
+ingests them batch by batch through the real ingestion on the shared
+SparkSession. After every batch:
 
 - no run fails because of the data, and no batch is left pending;
-- per file, the lines Spark's reader splits (LF, CRLF, bare CR) = the
-  ledger's count = raw rows + quarantined lines;
+- per file, the lines Spark's reader splits (LF, CRLF, bare CR), from the
+  first line not ingested before (an appended file continues where its
+  committed version ended; a gzip file is read anew) = the ledger's count =
+  raw rows + quarantined lines;
 - each line is recoverable whole: an accepted line is its raw row's
   `_raw_json`, a rejected one its quarantine entry's text or bytes;
 - every value of an accepted record (not null, not an empty object or
@@ -14,11 +17,18 @@ ingestion on the shared SparkSession. After every batch:
   of an enclosing path, once types conflicted) or in `_overflow`. Values
   inside arrays of objects (child tables) are not checked here.
 
-After the last batch, a fresh ingestion of the whole inbox gives columns
-to the same JSON paths as the batch-by-batch one.
+Not checked, because it does not hold: that a fresh ingestion of the whole
+inbox gives columns to the same paths as the batch-by-batch one. A path
+that is an object in one batch and a scalar in another gets leaf columns
+and a scalar column batch by batch, one text column at once; the types of
+lines that end in quarantine take part in the batch's inference; a full
+column cap admits in arrival order. (Found by this test; see the closing
+note of issue 19 and docs/decisions/0005.)
 
-`make test` runs FUZZ_EXAMPLES (default 12) examples; `make fuzz` many more.
-A failure the fuzzer finds stays as an explicit test in test_hostile_inbox.py.
+`make test` runs 10 examples, the same ones on every run (derandomized, so
+main stays green or red for a reason); `make fuzz` runs FUZZ_EXAMPLES new
+random ones. A failure the fuzzer finds stays as an explicit test in
+test_hostile_inbox.py.
 """
 
 from __future__ import annotations
@@ -32,7 +42,6 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,7 +51,8 @@ from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.schema.naming import display_path
 from tests.json_text import file_name, line_bytes, line_end
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
+RANDOM = os.environ.get("FUZZ_RANDOM") == "1"  # make fuzz: new examples every run
 LIMITS = {"max_line_bytes": 6000, "max_depth": 6, "max_columns": 500}
 _SCHEMAS = itertools.count()
 
@@ -58,7 +68,7 @@ def spark_lines(payload: bytes) -> list[bytes]:
 
 @st.composite
 def batch(draw) -> dict[str, bytes]:
-    """Files of one batch: name -> bytes (each line ended as feeds end them)."""
+    """Files of one batch: name -> bytes to write, or to append when the name exists."""
     names = draw(st.lists(file_name(), min_size=1, max_size=3, unique_by=str.lower))
     files = {}
     for name in names:
@@ -67,9 +77,16 @@ def batch(draw) -> dict[str, bytes]:
     return files
 
 
-def _local_path(uri: str) -> str:
-    """A `_metadata.file_path` URI as the local path the ledger records."""
-    return unquote(urlparse(uri).path)
+@st.composite
+def batches(draw) -> list[dict[str, bytes]]:
+    """One to three batches; a later one may append to a file of an earlier one."""
+    drawn = [draw(batch()) for _ in range(draw(st.integers(min_value=1, max_value=3)))]
+    for index in range(1, len(drawn)):
+        earlier = sorted({name for files in drawn[:index] for name in files})
+        if draw(st.booleans()):
+            grown = draw(st.sampled_from(earlier))
+            drawn[index] = {**drawn[index], grown: draw(batch()).popitem()[1]}
+    return drawn
 
 
 def _strict(line: bytes):
@@ -111,14 +128,16 @@ def _elements(value, path=()):
         yield path, len(value)
 
 
-def check_batch(spark, schema: str, inbox: Path, files: dict[str, bytes]) -> None:
-    """The properties of the module docstring, for the files of one batch."""
-    ledger = {
-        row.path: row
-        for row in spark.table(f"{schema}.raw_file_ledger").collect()
-        if row.path in {str(inbox / "feed" / name) for name in files}
-    }
-    assert {row.state for row in ledger.values()} == {"committed"}
+def check_batch(spark, schema: str, inbox: Path, files: dict[str, tuple[bytes, int]]) -> None:
+    """The properties of the module docstring, for the files of the last batch.
+
+    `files`: name -> (the file's whole content, its lines ingested before).
+    """
+    entries = spark.table(f"{schema}.raw_file_ledger").collect()
+    assert {row.state for row in entries} == {"committed"}
+    current = max(row.batch_id for row in entries)
+    ledger = {row.path: row for row in entries if row.batch_id == current}
+    assert set(ledger) == {str(inbox / "feed" / name) for name in files}
     raw = spark.table(f"{schema}.raw_feed")
     quarantine = spark.table(f"{schema}.raw_quarantine").where(F.col("topic") == "feed")
     registry = {
@@ -127,25 +146,27 @@ def check_batch(spark, schema: str, inbox: Path, files: dict[str, bytes]) -> Non
         .where("table_name = 'raw_feed'")
         .collect()
     }
-    for name, payload in files.items():
+    for name, (payload, before) in files.items():
         path = str(inbox / "feed" / name)
         lines = spark_lines(payload)
-        assert ledger[path].line_count == len(lines), name
-        rows = [r for r in raw.collect() if _local_path(r._source_file) == path]
+        assert ledger[path].first_line == before + 1, name
+        assert ledger[path].line_count == len(lines) - before, name
+        rows = [r for r in raw.collect() if r._source_file == path]  # the ledger's own path
         held = [
             r
             for r in quarantine.collect()
-            if _local_path(r.source_file) == path and r.batch_id == ledger[path].batch_id
+            if r.source_file == path and r.batch_id == ledger[path].batch_id
         ]
         rows = [r for r in rows if r._batch_id == ledger[path].batch_id]
-        assert len(rows) + len(held) == len(lines), name
+        assert len(rows) + len(held) == len(lines) - before, name
         rejected = {}
         for entry in held:
             text = base64.b64decode(entry.raw_base64) if entry.raw_base64 else None
             rejected[entry.line_number] = text or entry.raw_text.encode("utf-8")
         for number, text in rejected.items():
             assert lines[number - 1] == text, (name, number)
-        accepted = [line for number, line in enumerate(lines, 1) if number not in rejected]
+        new_lines = list(enumerate(lines, 1))[before:]
+        accepted = [line for number, line in new_lines if number not in rejected]
         assert sorted(r._raw_json.encode("utf-8") for r in rows) == sorted(accepted), name
         for row in rows:
             check_values(row, registry)
@@ -186,37 +207,35 @@ def ingest(spark, schema: str, inbox: Path) -> None:
     ingest_topic(spark, config).collect()
 
 
-def column_paths(spark, schema: str) -> set[tuple]:
-    rows = spark.table(f"{schema}.raw_schema_registry").collect()
-    return {(row.table_name == "raw_feed", tuple(row.json_keys)) for row in rows}
-
-
 @settings(
     max_examples=EXAMPLES,
+    derandomize=not RANDOM,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
-@given(batches=st.lists(batch(), min_size=1, max_size=3))
-def test_generated_input_is_never_lost(spark, batches):
+@given(generated=batches())
+def test_generated_input_is_never_lost(spark, generated):
     number = next(_SCHEMAS)
-    schema, fresh = f"fuzz_{number}", f"fuzz_{number}_fresh"
+    schema = f"fuzz_{number}"
     inbox = Path(tempfile.mkdtemp(prefix="fuzz-inbox-"))
     try:
-        for database in (schema, fresh):
-            spark.sql(f"drop database if exists {database} cascade")
-            spark.sql(f"create database {database}")
-        for index, files in enumerate(batches):
-            folder = inbox / "feed" / f"b{index}"
-            folder.mkdir(parents=True)
+        spark.sql(f"drop database if exists {schema} cascade")
+        spark.sql(f"create database {schema}")
+        (inbox / "feed").mkdir(parents=True)
+        content: dict[str, bytes] = {}
+        for files in generated:
+            written = {}
             for name, payload in files.items():
-                zipped = gzip.compress(payload) if name.endswith(".gz") else payload
-                (folder / name).write_bytes(zipped)
+                before = content.get(name, b"")
+                content[name] = before + payload
+                # An append continues the plain file; a gzip file is read anew.
+                kept = 0 if name.endswith(".gz") else len(spark_lines(before))
+                with open(inbox / "feed" / name, "ab") as handle:
+                    handle.write(gzip.compress(payload) if name.endswith(".gz") else payload)
+                written[name] = (content[name], kept)
             ingest(spark, schema, inbox)
-            check_batch(spark, schema, inbox, {f"b{index}/{n}": p for n, p in files.items()})
-        ingest(spark, fresh, inbox)
-        assert column_paths(spark, fresh) == column_paths(spark, schema)
+            check_batch(spark, schema, inbox, written)
     finally:
-        for database in (schema, fresh):
-            spark.sql(f"drop database if exists {database} cascade")
+        spark.sql(f"drop database if exists {schema} cascade")
         shutil.rmtree(inbox, ignore_errors=True)

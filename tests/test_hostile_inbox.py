@@ -282,3 +282,16 @@ def test_a_ledger_from_before_first_line_is_migrated(spark, tmp_path):
     assert summary.raw_rows == 1
     (entry,) = spark.table("hostile_migrated.raw_file_ledger").collect()
     assert (entry.first_line, entry.topic, entry.state) == (1, "feed", "committed")
+
+
+def test_a_colon_and_brackets_in_one_name_are_read(spark, tmp_path):
+    # Found by test_fuzz_ingest: Hadoop parses `:[.json` as a URI and a glob at once; files
+    # are read through safe-named links, and `_source_file` is the inbox path itself.
+    names = [":[.json", "a:{b}*.json.gz", "x%2F y.ndjson"]
+    for number, name in enumerate(names):
+        write_lines(tmp_path, name, [json.dumps({"id": number}), "not json"])
+    (summary,) = ingest(spark, "hostile_uri", tmp_path)
+    assert (summary.files, summary.raw_rows, summary.quarantined_lines) == (3, 3, 3)
+    paths = {str(tmp_path / "feed" / name) for name in names}
+    assert {r._source_file for r in spark.table("hostile_uri.raw_feed").collect()} == paths
+    assert {r.source_file for r in spark.table("hostile_uri.raw_quarantine").collect()} == paths

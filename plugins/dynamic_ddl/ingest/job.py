@@ -21,6 +21,7 @@ the result of an uninterrupted run.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -40,6 +41,7 @@ from dynamic_ddl.ingest.bookkeeping import (
     write_quarantine,
     write_registry,
 )
+from dynamic_ddl.ingest.inbox_links import link_files, link_folder
 from dynamic_ddl.ingest.ledger import (
     COMMITTED,
     PENDING,
@@ -290,6 +292,7 @@ def stage_batch(
     spark: SparkSession,
     settings: IngestSettings,
     files: list[InboxFile],
+    links: list[str],
     source: StructType,
     location: str,
     candidates: set[JsonPath],
@@ -303,8 +306,7 @@ def stage_batch(
     reads it; a rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
-    first_lines = {f.path: f.first_line for f in files if f.first_line > 1}
-    lines = read_text_lines(spark, [f.path for f in files], first_lines)
+    lines = read_text_lines(spark, links, [f.path for f in files], [f.first_line for f in files])
     parsed = parse_lines(lines, source, settings.limits, counts)
     checks = value_checks(source, candidates)
     accepted = F.col(REJECT_REASON).isNull()
@@ -364,10 +366,10 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     context = BatchContext(topic.name, batch.batch_id, datetime.now(UTC).replace(tzinfo=None))
     _record_ledger(spark, settings, batch, PENDING)
 
-    files = [f.path for f in batch.files]
     staging = staging_location(spark, settings.table)
+    links = link_files([f.path for f in batch.files], link_folder(staging))
     scratch = f"{staging}__inference"
-    inferred: StructType = exact_numbers(infer_schema(spark, files, scratch))  # type: ignore[assignment]
+    inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
     remove_local_dir(scratch)
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     draft = plan_tables(settings, registry, inferred, batch.batch_id)
@@ -376,7 +378,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # an accepted record holds a value there; the cap ranks by that count.
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
     parsed, counts, carried = stage_batch(
-        spark, settings, list(batch.files), source, staging, new_paths
+        spark, settings, list(batch.files), links, source, staging, new_paths
     )
     plans = plan_tables(settings, registry, source, batch.batch_id, carried)
     prepare_tables(spark, settings, plans)
@@ -385,6 +387,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     _write_registry(spark, settings, registry, plans)
     _record_ledger(spark, settings, batch, COMMITTED)
     remove_local_dir(staging)
+    shutil.rmtree(link_folder(staging), ignore_errors=True)
     return BatchSummary(
         topic=topic.name,
         batch_id=batch.batch_id,

@@ -54,6 +54,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from dynamic_ddl.ingest.inbox_links import by_position
 from dynamic_ddl.schema.flatten import deeper_than, positional_type, with_leaf_types
 from dynamic_ddl.schema.naming import JsonPath
 
@@ -174,7 +175,10 @@ def local_path(uri: Column) -> Column:
 
 
 def read_text_lines(
-    spark: SparkSession, files: list[str], first_lines: dict[str, int] | None = None
+    spark: SparkSession,
+    files: list[str],
+    inbox_paths: list[str] | None = None,
+    first_lines: list[int] | None = None,
 ) -> DataFrame:
     """One row per input line: _source_file, _split_start, _row_id, _line_number, line.
 
@@ -182,25 +186,32 @@ def read_text_lines(
     read with (Spark splits large files and packs small ones into one task);
     `_row_id` grows by one from line to line within a piece.
 
-    `first_lines` (path -> 1-based line) skips the lines before it in files
-    that grew since their last commit; those files' lines carry their
-    `_line_number`, which is NULL for every other line (see line_numbers).
+    `files` read directly give `_source_file` as their local path. Links
+    made by inbox_links.link_files give, with `inbox_paths` (the linked
+    files, in link order), the inbox path; and `first_lines` (in the same
+    order) skip the lines before it in files that grew since their last
+    commit. Those lines carry their `_line_number`; it is NULL for every
+    other line (see line_numbers).
     """
-    lines = spark.read.text([literal_path(f) for f in files]).select(
-        F.col("_metadata.file_path").alias("_source_file"),
+    read = spark.read.text([literal_path(f) for f in files])
+    source = local_path(F.col("_metadata.file_path"))
+    if inbox_paths is not None:
+        source = by_position(inbox_paths, F.col("_metadata.file_name"))
+    first = by_position(first_lines, F.col("_metadata.file_name")) if first_lines else F.lit(1)
+    lines = read.select(
+        source.alias("_source_file"),
         F.col("_metadata.file_block_start").alias("_split_start"),
         F.monotonically_increasing_id().alias("_row_id"),
         F.lit(None).cast("bigint").alias(LINE_NUMBER),
         F.col("value").alias("line"),
+        first.alias("_first_line"),
     )
-    if not first_lines:
-        return lines
-    starts = F.create_map(*[F.lit(v) for item in first_lines.items() for v in item])
-    first = starts[local_path(F.col("_source_file"))]
-    grown = lines.where(first.isNotNull())
-    numbered = line_numbers(grown.drop(LINE_NUMBER), grown.drop(LINE_NUMBER))
-    kept = numbered.where(F.col(LINE_NUMBER) >= first).select(*lines.columns)
-    return lines.where(first.isNull()).unionByName(kept)
+    if not first_lines or max(first_lines) == 1:
+        return lines.drop("_first_line")
+    grown = lines.where(F.col("_first_line") > 1).drop(LINE_NUMBER)
+    numbered = line_numbers(grown, grown).where(F.col(LINE_NUMBER) >= F.col("_first_line"))
+    kept = numbered.select(*lines.columns)
+    return lines.where(F.col("_first_line") == 1).unionByName(kept).drop("_first_line")
 
 
 def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
