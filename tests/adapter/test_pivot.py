@@ -136,7 +136,9 @@ def _compiled(project, model: str) -> str:
     return (path / f"{model}.sql").read_text()
 
 
-class TestPivot:
+class PivotProject:
+    """A dbt project on the embedded session with the project's pivot macros."""
+
     @pytest.fixture(scope="class")
     def dbt_profile_target(self):
         return session_profile()
@@ -152,6 +154,8 @@ class TestPivot:
         names = ("pivot.sql", "pivot_discovery.sql", "unseen_batches.sql")
         return {name: (folder / name).read_text() for name in names}
 
+
+class TestPivot(PivotProject):
     @pytest.fixture(scope="class")
     def models(self):
         return {

@@ -26,8 +26,7 @@ from dbt.tests.util import run_dbt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.adapter.targets import session_profile
-from tests.conftest import PROJECT_ROOT
+from tests.adapter.test_pivot import PivotProject
 from tests.json_text import TRICKY_KEYS
 
 EXAMPLES = max(1, int(os.environ.get("FUZZ_EXAMPLES", "12")) // 4)
@@ -104,21 +103,7 @@ def pivot_columns(columns: list[str]) -> list[str]:
     return [c for c in columns if c not in FIXED and not c.startswith("_")]
 
 
-class TestPivotFuzz:
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self):
-        return session_profile()
-
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return {"name": "dynamic_ddl", "models": {"+file_format": "parquet"}}
-
-    @pytest.fixture(scope="class")
-    def macros(self):
-        folder = PROJECT_ROOT / "macros"
-        names = ("pivot.sql", "pivot_discovery.sql", "unseen_batches.sql")
-        return {name: (folder / name).read_text() for name in names}
-
+class TestPivotFuzz(PivotProject):
     @pytest.fixture(scope="class")
     def models(self):
         return {"sources.yml": SOURCES, "lnd_kv.sql": INCREMENTAL, "fresh_kv.sql": FRESH}
