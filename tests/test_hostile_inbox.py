@@ -295,3 +295,14 @@ def test_a_colon_and_brackets_in_one_name_are_read(spark, tmp_path):
     paths = {str(tmp_path / "feed" / name) for name in names}
     assert {r._source_file for r in spark.table("hostile_uri.raw_feed").collect()} == paths
     assert {r.source_file for r in spark.table("hostile_uri.raw_quarantine").collect()} == paths
+
+
+def test_a_repeated_backtick_key_does_not_stop_the_topic(spark, tmp_path):
+    # Found by make fuzz: inference fails with INVALID_ATTRIBUTE_NAME_SYNTAX, not
+    # COLUMN_ALREADY_EXISTS, when the repeated key is a backtick.
+    repeated = '{"id": 1, "`": [1], "`": "x"}'
+    write_lines(tmp_path, "a.json", [repeated, '{"id": 2, "`": "y"}'])
+    (summary,) = ingest(spark, "hostile_backtick", tmp_path)
+    assert (summary.raw_rows, summary.quarantined_lines) == (1, 1)
+    assert reasons(spark, "hostile_backtick") == {repeated: "not_strict_json"}
+    assert_every_line_accounted_for(spark, "hostile_backtick")

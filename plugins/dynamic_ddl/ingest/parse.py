@@ -122,15 +122,17 @@ def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = No
     a value, not a null.)
 
     A key repeated in one object fails the reader's inference
-    (`COLUMN_ALREADY_EXISTS`). Such lines go to quarantine (`not_strict_json`),
-    so the schema is then inferred from the strict-JSON lines alone, copied
-    as text to `scratch` (a folder the caller owns and removes).
+    (`COLUMN_ALREADY_EXISTS`; for a repeated key "`", `INVALID_ATTRIBUTE_NAME_SYNTAX`).
+    Such lines go to quarantine (`not_strict_json`), so when inference fails
+    the schema is inferred again from the strict-JSON lines alone, exactly
+    the lines that can be accepted, copied as text to `scratch` (a folder
+    the caller owns and removes). A failure there is raised.
     """
     with case_sensitive(spark):
         try:
             schema = _json_reader(spark).json([literal_path(f) for f in files]).schema
-        except AnalysisException as error:
-            if scratch is None or "COLUMN_ALREADY_EXISTS" not in str(error):
+        except AnalysisException:
+            if scratch is None:
                 raise
             strict = read_text_lines(spark, files).where(is_strict_json(F.col("line")))
             strict.select("line").write.mode("overwrite").text(scratch)
