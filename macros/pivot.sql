@@ -240,12 +240,11 @@
 
 {#
     A key as a Spark string literal: backslashes, quotes and line breaks
-    escaped, so no key can end the literal.
+    escaped, so no key can end the literal (dynamic_ddl/sql_text.py, the one
+    place values become literals, through the adapter).
 #}
 {% macro pivot_literal(key) -%}
-    {%- set escaped = key | replace('\\', '\\\\') | replace("'", "\\'") -%}
-    {%- set escaped = escaped | replace('\n', '\\n') | replace('\r', '\\r') -%}
-    {{ return("'" ~ escaped ~ "'") }}
+    {{ return(adapter.string_literal(key)) }}
 {%- endmacro %}
 
 

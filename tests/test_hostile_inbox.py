@@ -306,3 +306,11 @@ def test_a_repeated_backtick_key_does_not_stop_the_topic(spark, tmp_path):
     assert (summary.raw_rows, summary.quarantined_lines) == (1, 1)
     assert reasons(spark, "hostile_backtick") == {repeated: "not_strict_json"}
     assert_every_line_accounted_for(spark, "hostile_backtick")
+
+
+def test_a_batch_whose_every_line_repeats_a_key_is_quarantined_whole(spark, tmp_path):
+    # The fallback inference then has no strict line at all to read.
+    write_lines(tmp_path, "a.json", ['{"a": 1, "a": 2}', '{"b": {"c": 1, "c": 2}}'])
+    (summary,) = ingest(spark, "hostile_all_repeated", tmp_path)
+    assert (summary.raw_rows, summary.quarantined_lines) == (0, 2)
+    assert_every_line_accounted_for(spark, "hostile_all_repeated")

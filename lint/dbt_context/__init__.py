@@ -74,6 +74,13 @@ class _Adapter:
         return f"`{identifier}`"
 
     @staticmethod
+    def string_literal(value: str) -> str:
+        """The adapter's own: pure text, no warehouse needed."""
+        from dynamic_ddl.sql_text import string_literal
+
+        return string_literal(value)
+
+    @staticmethod
     def event_timestamp_sql(expression: str, event_time_format: str | None = None) -> str:
         """The adapter's own: pure SQL text, no warehouse needed."""
         from dynamic_ddl.schema.event_time import event_timestamp_sql

@@ -89,6 +89,13 @@ class DynamicSparkAdapter(SparkAdapter):
         self.drop_relation(backup)
 
     @available
+    def string_literal(self, value: str) -> str:
+        """`value` as a Spark SQL string literal (sql_text.py: escaping lives there only)."""
+        from dynamic_ddl.sql_text import string_literal
+
+        return string_literal(str(value))
+
+    @available
     def event_timestamp_sql(self, expression: str, event_time_format: str | None = None) -> str:
         """SQL reading an event time in any format the raw layer reads (schema/event_time.py)."""
         from dynamic_ddl.schema.event_time import event_timestamp_sql
