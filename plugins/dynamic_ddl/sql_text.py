@@ -1,10 +1,20 @@
-"""SQL text built from data: the one place values become literals or identifiers.
+"""SQL text built from data: the one place values become literals, identifiers,
+locations or partition specs.
 
-Everything that pastes a value into SQL (a key, a path, a format, a name)
-goes through here, so escaping is written, and tested, once.
+Everything that pastes a value into SQL (a key, a path, a format, a name, a
+partition value, a table location) goes through here, so escaping is
+written, and tested against hostile values, once. Jinja reaches it through
+the adapter (`adapter.string_literal`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote
+
+# Characters Spark escapes (as %XX) in partition directory names.
+_PATH_ESCAPED = {chr(c) for c in range(1, 32)} | set("\"#%'*/:=?\\\x7f{[]^")
 
 
 def string_literal(value: str) -> str:
@@ -12,7 +22,7 @@ def string_literal(value: str) -> str:
 
     Backslashes, quotes and line breaks are escaped (Spark's default
     `spark.sql.parser.escapedStringLiterals=false`), so no value can end
-    the literal.
+    the literal; `$` too, so `${var}` is not replaced by a variable.
 
     Example:
         >>> string_literal("it's a \\ path")
@@ -20,7 +30,25 @@ def string_literal(value: str) -> str:
     """
     escaped = value.replace("\\", "\\\\").replace("'", "\\'")
     escaped = escaped.replace("\n", "\\n").replace("\r", "\\r")
+    # Spark (and Hive over Thrift) substitute `${name}` in the statement's text
+    # before parsing it, inside literals too: a `$` is written as its escape.
+    escaped = escaped.replace("$", "\\u0024")
     return f"'{escaped}'"
+
+
+def sql_literal(value: Any) -> str:
+    """A SQL literal for a partition value or a text: None is null, booleans and
+    integers as themselves, anything else as a string literal.
+
+    Example:
+        >>> sql_literal(None), sql_literal(True), sql_literal(7), sql_literal("a'b")
+        ('null', 'true', '7', "'a\\\\'b'")
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool | int):
+        return str(value).lower()
+    return string_literal(str(value))
 
 
 def quoted_identifier(name: str) -> str:
@@ -31,3 +59,63 @@ def quoted_identifier(name: str) -> str:
         '`we``ird`'
     """
     return "`" + name.replace("`", "``") + "`"
+
+
+def quoted_table(table: str) -> str:
+    """`schema.table` with each part quoted (names never hold a dot: dbt and naming.py
+    make them).
+
+    Example:
+        >>> quoted_table("raw.events__dbt_new")
+        '`raw`.`events__dbt_new`'
+    """
+    return ".".join(quoted_identifier(part) for part in table.split("."))
+
+
+def location_clause(location: str) -> str:
+    """` location '<path>'` for CREATE TABLE or ADD PARTITION, the path escaped."""
+    return f" location {string_literal(location)}"
+
+
+def partition_spec(columns: Sequence[str], values: Sequence[Any]) -> str:
+    """`partition (day = '2026-11-01', kind = 'a')` for ALTER TABLE and INSERT.
+
+    Example:
+        >>> partition_spec(["topic"], ["it's"])
+        "partition (`topic` = 'it\\\\'s')"
+    """
+    pairs = ", ".join(
+        f"{quoted_identifier(c)} = {sql_literal(v)}" for c, v in zip(columns, values, strict=True)
+    )
+    return f"partition ({pairs})"
+
+
+def partition_path(columns: Sequence[str], values: Sequence[Any]) -> str:
+    """The partition's directory path, as Spark names it.
+
+    Example:
+        >>> partition_path(["day", "kind"], ["2026-11-01", "a/b"])
+        'day=2026-11-01/kind=a%2Fb'
+    """
+    return "/".join(
+        f"{_escape_path(c)}={_escape_path(str(v))}" for c, v in zip(columns, values, strict=True)
+    )
+
+
+def path_values(path: str) -> list[str]:
+    """The partition values in a path (partition_path's inverse, values as text).
+
+    Example:
+        >>> path_values("day=2026-11-01/kind=a%2Fb")
+        ['2026-11-01', 'a/b']
+    """
+    return [unquote(part.split("=", 1)[1]) for part in path.split("/") if part]
+
+
+def unescape_path(text: str) -> str:
+    """One escaped path segment as text (`a%2Fb` -> `a/b`)."""
+    return unquote(text)
+
+
+def _escape_path(text: str) -> str:
+    return "".join(f"%{ord(ch):02X}" if ch in _PATH_ESCAPED else ch for ch in text)

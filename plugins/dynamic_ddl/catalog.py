@@ -1,0 +1,112 @@
+"""The catalog through SQL: existence, columns, locations, and swapping a table in.
+
+Written against a `Sql` callable (one statement in, its rows out), so the
+raw layer (`spark.sql`), the upserts (the adapter's connection) and the
+materializations share one copy, on every target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dynamic_ddl import steps
+from dynamic_ddl.sql_text import quoted_identifier, quoted_table, string_literal
+
+Sql = Callable[[str], Sequence[Sequence[Any]]]
+"""Runs one statement and returns its rows (spark.sql(...).collect(), or the adapter's)."""
+
+RETIRED_SUFFIX = "__dbt_old"
+
+
+def spark_sql(spark: Any) -> Sql:
+    """The `Sql` callable of a SparkSession (classic or Connect)."""
+    return lambda statement: spark.sql(statement).collect()
+
+
+def table_exists(sql: Sql, table: str) -> bool:
+    """Whether `schema.table` exists (a view counts)."""
+    schema, name = table.split(".")
+    rows = sql(f"show tables in {quoted_identifier(schema)} like {string_literal(name)}")
+    return any(row[1].lower() == name.lower() for row in rows)
+
+
+def table_columns(sql: Sql, table: str) -> list[tuple[str, str]]:
+    """(name, type) of a table's or view's columns, partition columns included, in order."""
+    columns = []
+    for row in sql(f"describe {quoted_table(table)}"):
+        name = row[0]
+        if not name or name.startswith("#"):
+            break
+        columns.append((name, row[1]))
+    return columns
+
+
+def partition_columns(sql: Sql, table: str) -> list[str]:
+    """A table's partition columns, in order (none when it is missing or unpartitioned)."""
+    if not table_exists(sql, table):
+        return []
+    rows = [row[0] for row in sql(f"describe {quoted_table(table)}")]
+    if "# Partition Information" not in rows:
+        return []
+    after = rows[rows.index("# Partition Information") + 1 :]
+    return [name for name in after if name and not name.startswith("#")]
+
+
+def table_location(sql: Sql, table: str) -> str:
+    """Where a table's files are, as the catalog reports it (no trailing slash)."""
+    rows = sql(f"describe table extended {quoted_table(table)}")
+    return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
+
+
+def database_location(sql: Sql, schema: str) -> str:
+    """The location of a database (schema), as the catalog reports it."""
+    rows = sql(f"describe database {quoted_identifier(schema)}")
+    return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
+
+
+def rename(sql: Sql, table: str, to: str) -> None:
+    """Rename `schema.table` to `schema.to` (a metadata operation for external tables)."""
+    sql(f"alter table {quoted_table(table)} rename to {quoted_table(to)}")
+
+
+def drop_table(sql: Sql, table: str) -> None:
+    sql(f"drop table if exists {quoted_table(table)}")
+
+
+def swap_in(sql: Sql, staging: str, target: str) -> None:
+    """Put the built table `staging` at the name `target`, retiring the table there.
+
+    Two renames: the live name is missing only between them. A failure of
+    the second puts the old table back; a kill between them is mended by
+    `recover_swap`, which every writer of `target` runs first. The retired
+    table is dropped last (for an external table only its definition goes).
+    """
+    retired = target + RETIRED_SUFFIX
+    steps.reached("swap.drop_stale_retired")
+    drop_table(sql, retired)
+    if table_exists(sql, target):
+        steps.reached("swap.retire_old")
+        rename(sql, target, retired)
+    steps.reached("swap.rename_new")
+    try:
+        rename(sql, staging, target)
+    except Exception:
+        if table_exists(sql, retired) and not table_exists(sql, target):
+            rename(sql, retired, target)
+        raise
+    steps.reached("swap.drop_retired")
+    drop_table(sql, retired)
+
+
+def recover_swap(sql: Sql, target: str) -> None:
+    """Mend a swap a killed run left half done: the name empty but a retired table
+    there puts the retired table back (the swap then runs again from the start).
+
+    A retired table beside a live one is a finished swap that was not
+    cleaned: it is left for the next swap to drop (its files may be the ones
+    the live table read before, still needed by nobody, or by a rollback).
+    """
+    retired = target + RETIRED_SUFFIX
+    if not table_exists(sql, target) and table_exists(sql, retired):
+        rename(sql, retired, target)

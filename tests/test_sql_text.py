@@ -1,0 +1,94 @@
+"""sql_text.py against hostile values on a real Spark: every literal, identifier,
+location and partition spec built from data means exactly its value."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dynamic_ddl.catalog import spark_sql, swap_in, table_exists, table_location
+from dynamic_ddl.sql_text import (
+    location_clause,
+    partition_path,
+    partition_spec,
+    path_values,
+    quoted_identifier,
+    quoted_table,
+    sql_literal,
+    string_literal,
+)
+
+HOSTILE = [
+    "it's",
+    'say "hi"',
+    "back\\slash",
+    "end\\",
+    "\\'",
+    "line\nbreak\r",
+    "tab\there",
+    "semi; drop table x; --",
+    "${var}",
+    "%2F",
+    "a/b=c",
+    "ünïcødé ☃",
+    "`tick`",
+    "{{ jinja }}",
+    "*?[]",
+    "",
+]
+TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"))
+
+
+def test_hostile_literals_mean_their_value(spark):
+    values = ", ".join(f"{string_literal(v)}" for v in HOSTILE)
+    (row,) = spark.sql(f"select array({values})").collect()
+    assert row[0] == HOSTILE
+    assert spark.sql(f"select {sql_literal(None)}, {sql_literal(7)}").first() == (None, 7)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(TEXT)
+def test_any_text_survives_a_literal(spark, value):
+    assert spark.sql(f"select {string_literal(value)}").first()[0] == value
+
+
+def test_hostile_identifiers_and_partitions(spark):
+    spark.sql("create database if not exists sql_text_tests")
+    column = "we`ird col"
+    table = "sql_text_tests.parts"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(
+        f"create table {table} (v int, {quoted_identifier(column)} string) using parquet"
+        f" partitioned by ({quoted_identifier(column)})"
+    )
+    for value in HOSTILE[:-1]:  # "" is no partition value
+        spark.sql(f"insert into {table} {partition_spec([column], [value])} select 1")
+    paths = [row[0] for row in spark.sql(f"show partitions {table}").collect()]
+    assert sorted(path_values(p)[0] for p in paths) == sorted(HOSTILE[:-1])
+    assert sorted(paths) == sorted(partition_path([column], [v]) for v in HOSTILE[:-1])
+    for value in HOSTILE[:-1]:
+        spark.sql(f"alter table {table} drop {partition_spec([column], [value])}")
+    assert spark.table(table).count() == 0
+
+
+def test_a_hostile_location_and_a_swap(spark, tmp_path):
+    sql = spark_sql(spark)
+    spark.sql("create database if not exists sql_text_tests")
+    folder = tmp_path / "it's a dir"
+    spark.sql("drop table if exists sql_text_tests.located")
+    spark.sql(
+        f"create table {quoted_table('sql_text_tests.located')} (v int) using parquet"
+        f"{location_clause(str(folder))}"
+    )
+    spark.sql("insert into sql_text_tests.located values (1)")
+    assert table_location(sql, "sql_text_tests.located").endswith(str(folder))
+    spark.sql("create table sql_text_tests.located__dbt_new using parquet as select 2 as v")
+    swap_in(sql, "sql_text_tests.located__dbt_new", "sql_text_tests.located")
+    assert [r.v for r in spark.table("sql_text_tests.located").collect()] == [2]
+    assert not table_exists(sql, "sql_text_tests.located__dbt_new")
+    assert not table_exists(sql, "sql_text_tests.located__dbt_old")
