@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import threading
-from datetime import datetime
 from urllib.parse import urlparse
 
 import pytest
 
-from dynamic_ddl.upsert import protocol
+from dynamic_ddl import sql_text
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
 
 SCHEMA = "upsert_tests"
@@ -177,45 +176,6 @@ def test_old_versions_are_dropped_once_no_rollback_needs_them(spark, sql):
     assert len(versions) == 2  # the current version and the one a rollback returns to
 
 
-class Killed(Exception):
-    pass
-
-
-def test_a_commit_killed_between_partition_swaps_is_finished_by_the_next_run(spark, sql):
-    rows = [(f"d{i}", "a", "on", 1, False) for i in range(3)]
-    update = [(f"d{i}", "a", "off", 2, False) for i in range(3)]
-    clean = _spec("uninterrupted")
-    upsert(sql, clean, _batch(spark, rows), now=datetime(2026, 11, 1))
-    upsert(sql, clean, _batch(spark, update), now=datetime(2026, 11, 2))
-
-    spec = _spec("interrupted")
-    upsert(sql, spec, _batch(spark, rows), now=datetime(2026, 11, 1))
-    swaps = 0
-
-    def dies_after_one_swap(statement: str):
-        nonlocal swaps
-        if "set location" in statement:
-            swaps += 1
-            if swaps == 2:
-                raise Killed
-        return sql(statement)
-
-    with pytest.raises(Killed):
-        upsert(dies_after_one_swap, spec, _batch(spark, update), now=datetime(2026, 11, 2))
-    # A reader now sees each partition whole: one new, two old.
-    assert _rows(spark, spec.target) == [
-        ("d0", "a", "off", 2),
-        ("d1", "a", "on", 1),
-        ("d2", "a", "on", 1),
-    ]
-
-    upsert(sql, spec, _batch(spark, update), now=datetime(2026, 11, 3))
-    columns = "day, device, state, log_ts, _commit_ts"
-    assert sql(f"select {columns} from {spec.target} order by day") == sql(
-        f"select {columns} from {clean.target} order by day"
-    )
-
-
 def test_an_unpartitioned_table_is_swapped_whole(spark, sql):
     spec = _spec("whole", partition_by=())
     upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False)]))
@@ -237,7 +197,7 @@ def test_partition_paths_match_sparks_escaping(spark, sql):
     day = "2026/11:01 'q'"
     upsert(sql, spec, _batch(spark, [(day, "a", "on", 1, False)]))
     assert [r[0] for r in sql(f"show partitions {spec.target}")] == [
-        "day=" + protocol.partition_path(["day"], [day]).split("=", 1)[1]
+        "day=" + sql_text.partition_path(["day"], [day]).split("=", 1)[1]
     ]
     assert _rows(spark, spec.target) == [(day, "a", "on", 1)]
 

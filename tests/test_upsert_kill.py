@@ -7,6 +7,7 @@ Spark Connect server (one metastore, as in production), killed with SIGKILL.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import textwrap
 
 import pytest
 
+from dynamic_ddl.steps import KILL_AT_ENV
 from tests.conftest import connect_to_fresh_schema
 
 SCHEMA = "upsert_kill"
@@ -57,11 +59,15 @@ def connect(thrift_server):
         yield session
 
 
-def _start(url: str, table: str, version: int, *kill_at: str | int) -> subprocess.Popen:
+def _start(
+    url: str, table: str, version: int, *kill_at: str | int, step: str = ""
+) -> subprocess.Popen:
     """Upsert `version` into `table`; kill_at = (marker, n) kills after the n-th statement
-    containing marker, an exact moment whatever the machine's speed."""
+    containing marker, an exact moment whatever the machine's speed; `step` kills at
+    the first time the protocol reaches that named step (steps.py)."""
     arguments = [url, table, str(version), *map(str, kill_at)]
-    return subprocess.Popen([sys.executable, "-c", UPSERT_SCRIPT, *arguments])
+    env = {**os.environ, KILL_AT_ENV: f"{step}:1"} if step else None
+    return subprocess.Popen([sys.executable, "-c", UPSERT_SCRIPT, *arguments], env=env)
 
 
 def _data(connect, table: str) -> list[tuple]:
@@ -83,20 +89,20 @@ def _assert_whole(connect, table: str) -> None:
     assert len(counts) == PARTITIONS and {r[1] for r in counts} == {ROWS // PARTITIONS}
 
 
-def test_kill_9_during_a_commit_then_rerun_converges(connect, thrift_server):
-    url = thrift_server.connect_url
-    for table in ("clean", "killed"):
-        assert _start(url, f"{SCHEMA}.{table}", 1).wait(timeout=300) == 0
-    assert _start(url, f"{SCHEMA}.clean", 2).wait(timeout=300) == 0
-    killed = f"{SCHEMA}.killed"
+@pytest.fixture(scope="module")
+def reference(connect, thrift_server) -> str:
+    """The uninterrupted result: version 1, then version 2."""
+    table = f"{SCHEMA}.clean"
+    for version in (1, 2):
+        assert _start(thrift_server.connect_url, table, version).wait(timeout=300) == 0
+    return table
 
-    # Killed after writing the new versions, before the commit is logged ...
+
+def test_kill_9_while_partitions_move_then_rerun_converges(connect, thrift_server, reference):
+    url, killed = thrift_server.connect_url, f"{SCHEMA}.killed"
+    assert _start(url, killed, 1).wait(timeout=300) == 0
+    # Killed while swapping partitions: half swapped, logged pending, not committed.
     before = _latest_commit(connect)
-    writing = _start(url, killed, 2, f"insert into {killed}__versions", 1)
-    assert writing.wait(timeout=300) == -signal.SIGKILL
-    _assert_whole(connect, killed)
-    assert _latest_commit(connect) == before
-    # ... and while swapping partitions: half swapped, logged pending, not committed.
     swapping = _start(url, killed, 2, " set location ", PARTITIONS // 2)
     assert swapping.wait(timeout=300) == -signal.SIGKILL
     connect.sql(f"refresh table {SCHEMA}.upsert_commits")
@@ -109,11 +115,24 @@ def test_kill_9_during_a_commit_then_rerun_converges(connect, thrift_server):
     states = connect.sql(f"select distinct state from {killed}").collect()
     assert {r[0] for r in states} <= {"v1", "v2"}
 
-    assert _start(url, killed, 2).wait(timeout=300) == 0
-    assert _data(connect, killed) == _data(connect, f"{SCHEMA}.clean")
+    assert _start(url, killed, 2).wait(timeout=300) == 0  # takes the dead run's lock over
+    assert _data(connect, killed) == _data(connect, reference)
     connect.sql(f"refresh table {SCHEMA}.upsert_commits")
     log = connect.sql(
         f"select commit_id, max(action = 'committed' or action = 'rolled_back') as done"
         f" from {SCHEMA}.upsert_commits where table_name = 'killed' group by commit_id"
     ).collect()
     assert all(row[1] for row in log)  # nothing left pending
+
+
+# A sample of the named steps (test_interruptions.py raises at every one): the
+# killed process holds the table's lock, which the rerun takes over at once.
+@pytest.mark.parametrize("step", ["upsert.write_versions", "upsert.log_committed"])
+def test_kill_9_at_a_named_step_then_rerun_converges(connect, thrift_server, reference, step):
+    url = thrift_server.connect_url
+    table = f"{SCHEMA}.at_{step.replace('.', '_')}"
+    assert _start(url, table, 1).wait(timeout=300) == 0
+    assert _start(url, table, 2, step=step).wait(timeout=300) == -signal.SIGKILL
+    _assert_whole(connect, table)
+    assert _start(url, table, 2).wait(timeout=300) == 0  # takes the dead run's lock over
+    assert _data(connect, table) == _data(connect, reference)

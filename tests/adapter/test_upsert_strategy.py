@@ -172,3 +172,39 @@ class TestUpsertChecksItsContractOnEveryRun:
         result = run_dbt(["run"], expect_pass=False)
         message = result.results[0].message
         assert "contract" in message and "label" in message
+
+
+REFRESHED_MODEL = """
+{{ config(materialized='incremental', incremental_strategy='upsert', file_format='parquet',
+          unique_key='id', ordering_field='version', partition_by=['day']) }}
+select id, day, {{ var('version') }} as version, {{ var('fail', '') }} 'v' as label
+from (select 1 as id, 'd1' as day union all select 2 as id, 'd2' as day)
+"""
+
+
+class TestAFailingFullRefreshKeepsTheTable:
+    """--full-refresh builds first: a model whose SQL fails keeps the table, its versions and
+    its rollback (it used to drop all three before building)."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"refreshed.sql": REFRESHED_MODEL}
+
+    def test_a_failing_full_refresh_keeps_rows_and_rollback(self, project):
+        table = f"{project.test_schema}.refreshed"
+        run_dbt(["run", "--vars", "{version: 1}"])
+        run_dbt(["run", "--vars", "{version: 2}"])
+        broken = "{version: 3, fail: 'no_such_column +'}"
+        run_dbt(["run", "--full-refresh", "--vars", broken], expect_pass=False)
+        rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
+        assert [tuple(r) for r in rows] == [(1, 2), (2, 2)]
+        run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: refreshed}"])
+        rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
+        assert [tuple(r) for r in rows] == [(1, 1), (2, 1)]
+        run_dbt(["run", "--full-refresh", "--vars", "{version: 4}"])
+        rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
+        assert [tuple(r) for r in rows] == [(1, 4), (2, 4)]

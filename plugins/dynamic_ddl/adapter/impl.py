@@ -68,25 +68,17 @@ class DynamicSparkAdapter(SparkAdapter):
     def swap_in_table(self, staging: Any, target: Any, existing: Any) -> None:
         """Replace `existing` (or nothing) at `target` by the built `staging` table.
 
-        Renames are metadata operations: the live name is missing only between
-        two renames, and a failed second rename puts the old table back.
+        catalog.swap_in does it, for every caller: two renames, the live name
+        missing only between them, the old table put back if the second fails.
         """
-        if existing is None:
-            self.rename_relation(staging, target)
-            return
-        if existing.is_view:
+        from dynamic_ddl.catalog import swap_in
+
+        if existing is not None and existing.is_view:
             self.drop_relation(existing)
-            self.rename_relation(staging, target)
-            return
-        backup = target.incorporate(path={"identifier": f"{target.identifier}__dbt_old"})
-        self.drop_relation(backup)
-        self.rename_relation(existing, backup)
-        try:
-            self.rename_relation(staging, target)
-        except Exception:
-            self.rename_relation(backup, target)
-            raise
-        self.drop_relation(backup)
+        swap_in(self._fetch_rows, _table_name(staging), _table_name(target))
+        if existing is not None and not existing.is_view:
+            self.cache_dropped(existing)
+        self.cache_renamed(staging, target)
 
     @available
     def string_literal(self, value: str) -> str:
@@ -153,7 +145,7 @@ class DynamicSparkAdapter(SparkAdapter):
     @available
     def last_commit_id(self, relation: Any) -> str | None:
         """The newest commit of an upsert table whose rows are all visible, if any."""
-        from dynamic_ddl.upsert.protocol import last_commit_id
+        from dynamic_ddl.upsert.commit_log import last_commit_id
 
         return last_commit_id(self._fetch_rows, self._existing_upsert(relation))
 
@@ -215,9 +207,14 @@ class DynamicSparkAdapter(SparkAdapter):
             _set_descriptions(node, descriptions_to_add(documented, discovered))
 
     def _existing_upsert(self, relation: Any) -> Any:
-        from dynamic_ddl.upsert.protocol import UpsertSpec
+        from dynamic_ddl.upsert.spec import UpsertSpec
 
         return UpsertSpec.of_table(self._fetch_rows, f"{relation.schema}.{relation.identifier}")
+
+
+def _table_name(relation: Any) -> str:
+    """`schema.identifier` of a relation, as catalog.py takes it."""
+    return f"{relation.schema}.{relation.identifier}"
 
 
 def _set_descriptions(node: Any, descriptions: dict[str, str]) -> None:
@@ -240,7 +237,7 @@ def _columns(value: Any) -> tuple[str, ...]:
 def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
     """An UpsertSpec from a relation and the model's config values; bad config is a
     compilation error naming the fix."""
-    from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec
+    from dynamic_ddl.upsert.spec import UpsertError, UpsertSpec
 
     try:
         spec = UpsertSpec(

@@ -5,7 +5,9 @@ the table's version store (`<table>__versions`, partitioned by the table's
 partition columns and `_version`, the commit id that wrote them). A commit
 is logged twice: `pending` (with each changed partition's previous and new
 version) before any partition moves, `committed` once all have. A rollback
-is logged as `rolled_back`. Replaying the log gives, for each partition, the
+is logged the same way: `rolling_back` before any partition moves back,
+`rolled_back` once all have. An unfinished commit or rollback is `pending`
+in the state, and the next run finishes it. Replaying the log gives, for each partition, the
 version it points at: pure data, no engine needed.
 """
 
@@ -15,8 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+CHECKPOINT = "checkpoint"  # the compacted log: every partition's version at a commit
 PENDING = "pending"
 COMMITTED = "committed"
+ROLLING_BACK = "rolling_back"  # a rollback logged before any partition moves back
 ROLLED_BACK = "rolled_back"
 COMMIT_ID_FORMAT = "%Y%m%d%H%M%S%f"  # sorts as text in time order
 
@@ -47,12 +51,14 @@ class LogEntry:
 
 @dataclass(frozen=True)
 class TableState:
-    """What the log says: each partition's version, the last commit, an unfinished one."""
+    """What the log says: each partition's version, the last commit, an unfinished
+    commit or rollback (`pending`, its action `pending` or `rolling_back`)."""
 
     versions: dict[str, str] = field(default_factory=dict)
     last_commit: LogEntry | None = None
     pending: LogEntry | None = None
     last_commit_id: str | None = None
+    entries: int = field(default=0, compare=False)  # log lines replayed (compaction reads it)
 
     def retained(self) -> set[tuple[str, str]]:
         """(path, version) pairs that must keep their files: current ones, and the
@@ -82,7 +88,8 @@ def committed(state: TableState, entry: LogEntry) -> TableState:
     versions = dict(state.versions)
     _apply(versions, entry.changes, lambda change: change.current)
     done = LogEntry(entry.commit_id, COMMITTED, entry.changes)
-    return TableState(versions, done, None, max(entry.commit_id, state.last_commit_id or ""))
+    last_id = max(entry.commit_id, state.last_commit_id or "")
+    return TableState(versions, done, None, last_id, state.entries + 2)
 
 
 def replay(entries: Iterable[LogEntry]) -> TableState:
@@ -97,14 +104,20 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
         >>> state.versions, state.pending.commit_id
         ({'d=1': '1'}, '2')
     """
-    order = {PENDING: 0, COMMITTED: 1, ROLLED_BACK: 2}
+    order = {CHECKPOINT: 0, PENDING: 1, COMMITTED: 2, ROLLING_BACK: 3, ROLLED_BACK: 4}
     versions: dict[str, str] = {}
     last_commit: LogEntry | None = None
     pending: LogEntry | None = None
     last_id: str | None = None
+    count = 0
     for entry in sorted(entries, key=lambda e: (e.commit_id, order[e.action])):
+        count += 1
         last_id = entry.commit_id
-        if entry.action == PENDING:
+        if entry.action == CHECKPOINT:
+            versions = {c.path: c.current for c in entry.changes if c.current is not None}
+            last_commit, pending = None, None
+            continue
+        if entry.action in (PENDING, ROLLING_BACK):
             pending = entry
             continue
         pending = None
@@ -114,7 +127,37 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
         else:  # rolled back: a commit can be rolled back once, and only the last one
             _apply(versions, entry.changes, lambda change: change.previous)
             last_commit = None
-    return TableState(versions, last_commit, pending, last_id)
+    return TableState(versions, last_commit, pending, last_id, count)
+
+
+def compacted(state: TableState) -> list[LogEntry]:
+    """Log entries that replay to `state` (one without an unfinished commit): a
+    checkpoint of the versions before the last commit, then that commit.
+
+    Example:
+        >>> log = [LogEntry(str(i), a, (PartitionChange("d=1", prev, str(i)),))
+        ...        for i, prev in ((1, None), (2, "1"), (3, "2")) for a in (PENDING, COMMITTED)]
+        >>> state = replay(log)
+        >>> [(e.commit_id, e.action) for e in compacted(state)]
+        [('3', 'checkpoint'), ('3', 'committed')]
+        >>> replay(compacted(state)) == state
+        True
+    """
+    if state.pending is not None:
+        raise ValueError("a log with an unfinished commit is not compacted")
+    last = state.last_commit
+    if last is None:
+        return [LogEntry(state.last_commit_id or "", CHECKPOINT, _as_changes(state.versions))]
+    before = dict(state.versions)
+    _apply(before, last.changes, lambda change: change.previous)
+    return [
+        LogEntry(last.commit_id, CHECKPOINT, _as_changes(before)),
+        LogEntry(last.commit_id, COMMITTED, last.changes),
+    ]
+
+
+def _as_changes(versions: dict[str, str]) -> tuple[PartitionChange, ...]:
+    return tuple(PartitionChange(path, None, version) for path, version in sorted(versions.items()))
 
 
 def _apply(versions: dict[str, str], changes: Iterable[PartitionChange], pick) -> None:

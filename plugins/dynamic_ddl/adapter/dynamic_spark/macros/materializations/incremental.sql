@@ -9,7 +9,9 @@
       it is dropped after the merge.
     - The `upsert` strategy (upsert.sql) commits every build, the first one
       too, through the copy-on-write protocol, and checks an enforced
-      contract on every run.
+      contract on every run. A full refresh builds the model's rows into a
+      staging table first, so a failing model keeps the table and its
+      history; only then are the old table and its versions replaced.
 #}
 {% materialization incremental, adapter='dynamic_spark', supported_languages=['sql', 'python'] -%}
     {%- set raw_file_format = config.get('file_format', default='parquet') -%}
@@ -46,15 +48,24 @@
     {%- endif -%}
 
     {%- set rebuild = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
-    {%- if strategy == 'upsert' and rebuild and existing_relation is not none -%}
-        {#-- Every upsert build, the first too, is a commit: start from an empty store. --#}
+    {%- set upsert_rebuild = strategy == 'upsert' and rebuild and existing_relation is not none -%}
+    {%- if upsert_rebuild -%}
+        {#-- Build first: a model whose SQL fails leaves the table, its versions and its log. --#}
+        {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
+        {%- call statement('build_staging', language=language) -%}
+            {{ create_table_as(False, staging_relation, compiled_code, language) }}
+        {%- endcall -%}
+        {#-- Then every upsert build, the first too, is a commit: start from an empty store. --#}
         {%- if existing_relation.is_view -%}
             {% do adapter.drop_relation(existing_relation) %}
         {%- endif -%}
         {% do adapter.drop_upsert_table(target_relation) %}
-    {%- endif -%}
-
-    {%- if rebuild and strategy != 'upsert' -%}
+        {%- set commit = dynamic_spark_upsert(staging_relation, target_relation) -%}
+        {%- call noop_statement('main', 'UPSERT ' ~ commit['changed_partitions'] ~ ' partitions') -%}
+            -- upsert commit {{ commit['commit_id'] }}
+        {%- endcall -%}
+        {% do adapter.drop_relation(staging_relation) %}
+    {%- elif rebuild and strategy != 'upsert' -%}
         {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
         {%- call statement('main', language=language) -%}
             {{ create_table_as(False, staging_relation, compiled_code, language) }}

@@ -1,0 +1,284 @@
+"""A lock with a lease per table, in the catalog every engine shares.
+
+A run that changes a raw topic or an upsert target holds the table's lock
+for the whole protocol, so two runs (two dbt processes on one Thrift
+server, two threads of one process) never interleave their steps.
+
+The lock is a table, `<schema>.<table>__lock`: creating a table is atomic in
+the metastore (its name is unique there), and every engine that reads our
+tables reaches that metastore through SQL alone (the embedded session, the
+Thrift server, Spark Connect). Its properties name the holder (host, process,
+a token) and when the lease expires. The holder renews the lease at each step
+of its protocol; a holder that is killed stops renewing. A waiting run takes
+the lock over when the lease has expired, or at once when the holder was a
+process of this host that no longer runs. Take-over renames the stale lock
+away first: of two runs taking over at once, only one rename succeeds.
+
+A run that finds the lock held waits (`lock_wait_seconds`), then fails with a
+message naming the holder. See docs/decisions/0010-locks.md for what the lock
+does not guarantee.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import Sql, database_location, drop_table, rename
+from dynamic_ddl.sql_text import location_clause, quoted_table, string_literal
+
+LOCK_SUFFIX = "__lock"
+WAIT_ENV = "DYNAMIC_DDL_LOCK_WAIT_SECONDS"
+LEASE_ENV = "DYNAMIC_DDL_LOCK_LEASE_SECONDS"
+DEFAULT_WAIT_SECONDS = 600.0
+DEFAULT_LEASE_SECONDS = 900.0
+POLL_SECONDS = 0.5
+
+
+class LockTimeout(Exception):
+    """Another run held the lock for longer than this run would wait."""
+
+
+class LockLost(Exception):
+    """This run's lease expired and another run took the lock over."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lock and until when (seconds since the epoch)."""
+
+    host: str
+    pid: int
+    token: str
+    expires_at: float
+
+    @classmethod
+    def me(cls, lease_seconds: float) -> Holder:
+        return cls(socket.gethostname(), os.getpid(), uuid.uuid4().hex, time.time() + lease_seconds)
+
+    def describe(self) -> str:
+        """The holder as a person reads it."""
+        left = self.expires_at - time.time()
+        return f"process {self.pid} on {self.host} (lease ends in {max(left, 0):.0f} s)"
+
+    def is_stale(self, now: float) -> bool:
+        """The lease expired, or the holder is a process of this host that is gone, or
+        this process, which no longer holds it (a release that failed)."""
+        if now >= self.expires_at:
+            return True
+        if self.host != socket.gethostname():
+            return False
+        if self.pid == os.getpid():
+            with _HELD_LOCK:
+                return self.token not in _HELD_TOKENS
+        return not _process_runs(self.pid)
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it runs
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class LockSettings:
+    """How long to wait for a held lock, and how long a lease lasts unrenewed."""
+
+    wait_seconds: float = DEFAULT_WAIT_SECONDS
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+
+    @classmethod
+    def from_env(cls, wait_seconds: float | None = None) -> LockSettings:
+        """Settings from the environment; `wait_seconds` (a model's config) wins."""
+        wait = os.environ.get(WAIT_ENV, DEFAULT_WAIT_SECONDS)
+        lease = os.environ.get(LEASE_ENV, DEFAULT_LEASE_SECONDS)
+        return cls(float(wait if wait_seconds is None else wait_seconds), float(lease))
+
+
+def lock_table(table: str) -> str:
+    return table + LOCK_SUFFIX
+
+
+_held = threading.local()  # the locks this thread holds: a held lock is taken again at once
+_HELD_TOKENS: set[str] = set()  # the run ids of every lock this process holds now
+_HELD_LOCK = threading.Lock()
+
+
+@contextmanager
+def held(sql: Sql, table: str, settings: LockSettings | None = None) -> Iterator[Holder]:
+    """Hold the lock of `table` inside the block (see the module docstring)."""
+    names = getattr(_held, "names", {})
+    _held.names = names
+    if table in names:
+        yield names[table]
+        return
+    settings = settings or LockSettings.from_env()
+    holder = acquire(sql, table, settings)
+    names[table] = holder
+    renewal = _Renewal(sql, table, holder, settings.lease_seconds)
+    try:
+        with steps.listening(renewal.on_step):
+            yield holder
+    finally:
+        del names[table]
+        with _HELD_LOCK:
+            _HELD_TOKENS.discard(holder.token)
+        release(sql, table, renewal.holder)
+
+
+def acquire(sql: Sql, table: str, settings: LockSettings) -> Holder:
+    """Take the lock, waiting for a live holder up to `settings.wait_seconds`."""
+    deadline = time.monotonic() + settings.wait_seconds
+    lock = lock_table(table)
+    while True:
+        me = Holder.me(settings.lease_seconds)
+        with _HELD_LOCK:
+            _HELD_TOKENS.add(me.token)  # before the create: a holder is never judged stale
+        created = False
+        try:
+            steps.reached("lock.create")
+            created = _create(sql, lock, me)
+        finally:
+            if not created:
+                with _HELD_LOCK:
+                    _HELD_TOKENS.discard(me.token)
+        if created:
+            _drop_moved_aside(sql, lock)
+            return me
+        holder = read_holder(sql, lock)
+        if holder is not None and holder.is_stale(time.time()):
+            _take_over(sql, lock, holder)
+            continue
+        if time.monotonic() >= deadline:
+            who = holder.describe() if holder else "another run"
+            raise LockTimeout(
+                f"{table} is locked by {who}; waited {settings.wait_seconds:.0f} s. Let that"
+                f" run finish, or raise lock_wait_seconds ({WAIT_ENV}). A killed run's lock is"
+                " taken over once its lease ends."
+            )
+        time.sleep(POLL_SECONDS)
+
+
+def _create(sql: Sql, lock: str, holder: Holder) -> bool:
+    """Create the lock table for `holder`; False when it exists already."""
+    schema, name = lock.split(".")
+    location = f"{database_location(sql, schema)}/_locks/{name}"
+    try:
+        sql(
+            f"create table {quoted_table(lock)} (holder string) using parquet"
+            f"{location_clause(location)} tblproperties ({_properties(holder)})"
+        )
+    except Exception as error:
+        if "ALREADY_EXISTS" in str(error).upper():
+            return False
+        raise
+    return True
+
+
+def _properties(holder: Holder) -> str:
+    # Not "token": Spark redacts properties whose name holds it (spark.redaction.regex).
+    values = {
+        "holder.host": holder.host,
+        "holder.pid": str(holder.pid),
+        "holder.run": holder.token,
+        "lease.expires_at": repr(holder.expires_at),
+    }
+    return ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in values.items())
+
+
+def read_holder(sql: Sql, lock: str) -> Holder | None:
+    """The holder a lock table names; None when there is no such table."""
+    try:
+        rows = sql(f"show tblproperties {quoted_table(lock)}")
+    except Exception as error:
+        if "NOT_FOUND" in str(error).upper() or "NOT FOUND" in str(error).upper():
+            return None
+        raise
+    props = {row[0]: row[1] for row in rows}
+    if "holder.run" not in props:
+        return Holder("", 0, "", 0.0)  # no holder named: an expired lease
+    return Holder(
+        props.get("holder.host", ""),
+        int(props.get("holder.pid", "0")),
+        props["holder.run"],
+        float(props.get("lease.expires_at", "0")),
+    )
+
+
+def _take_over(sql: Sql, lock: str, stale: Holder) -> None:
+    """Move a stale lock out of the way (only one of two racing runs can)."""
+    aside = f"{lock}_{stale.token[:12]}"
+    steps.reached("lock.take_over")
+    try:
+        rename(sql, lock, aside)
+    except Exception:
+        return  # another run moved it first, or the holder released it
+    moved = read_holder(sql, aside)
+    if moved is not None and moved.token != stale.token:
+        # A new holder's lock was moved (it replaced the stale one meanwhile): put it back.
+        # If that fails, its holder finds its lease gone at its next step and stops.
+        with suppress(Exception):
+            rename(sql, aside, lock)
+        return
+    steps.reached("lock.drop_stale")
+    drop_table(sql, aside)
+
+
+def _drop_moved_aside(sql: Sql, lock: str) -> None:
+    """Drop stale locks a take-over moved aside and was killed before dropping."""
+    schema, name = lock.split(".")
+    pattern = string_literal(f"{name}_*")
+    for row in sql(f"show tables in {quoted_table(schema)} like {pattern}"):
+        if row[1].lower().startswith(f"{name}_".lower()) and not row[2]:
+            steps.reached("lock.drop_stale")
+            drop_table(sql, f"{schema}.{row[1]}")
+
+
+def release(sql: Sql, table: str, holder: Holder) -> None:
+    """Drop the lock when this run still holds it."""
+    lock = lock_table(table)
+    current = read_holder(sql, lock)
+    if current is not None and current.token == holder.token:
+        drop_table(sql, lock)
+
+
+class _Renewal:
+    """Renews a held lease at protocol steps, once a third of it has passed."""
+
+    def __init__(self, sql: Sql, table: str, holder: Holder, lease_seconds: float):
+        self.sql, self.lock, self.holder = sql, lock_table(table), holder
+        self.lease_seconds = lease_seconds
+        self.renewed_at = time.monotonic()
+
+    def on_step(self, step: str) -> None:
+        if step.startswith("lock.") or time.monotonic() - self.renewed_at < self.lease_seconds / 3:
+            return
+        current = read_holder(self.sql, self.lock)
+        if current is None or current.token != self.holder.token:
+            who = current.describe() if current else "nobody"
+            raise LockLost(
+                f"The lease on {self.lock} ran out and it is now held by {who}; this run"
+                f" stopped at {step}. Raise {LEASE_ENV} if a step takes longer than the lease."
+            )
+        self.holder = Holder(
+            self.holder.host,
+            self.holder.pid,
+            self.holder.token,
+            time.time() + self.lease_seconds,
+        )
+        self.sql(
+            f"alter table {quoted_table(self.lock)} set tblproperties ("
+            f"'lease.expires_at' = {string_literal(repr(self.holder.expires_at))})"
+        )
+        self.renewed_at = time.monotonic()

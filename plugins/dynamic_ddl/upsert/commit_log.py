@@ -1,0 +1,122 @@
+"""The commit log as a table: one per schema, a partition per upsert table.
+
+Entries are appended (see commits.py for what they say); once a table's log
+holds COMPACT_AFTER lines, it is compacted into a checkpoint and the last
+commit, so reading it costs the same after ten commits or ten thousand.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import Sql, table_exists, table_location
+from dynamic_ddl.sql_text import partition_path, partition_spec, sql_literal, string_literal
+from dynamic_ddl.upsert.commits import LogEntry, PartitionChange, TableState, compacted, replay
+from dynamic_ddl.upsert.spec import UpsertSpec
+
+CHANGES_TYPE = "array<struct<path:string,previous:string,current:string>>"
+# A table's log is compacted once it holds more lines than this: a commit reads
+# the whole log, so its cost stays bounded whatever the table's age.
+COMPACT_AFTER = 50
+
+
+def log_ddl(spec: UpsertSpec) -> str:
+    """`CREATE TABLE IF NOT EXISTS` for the schema's commit log."""
+    return (
+        f"create table if not exists {spec.log} (commit_id string, action string,"
+        f" changes {CHANGES_TYPE},"
+        " logged_at timestamp, table_name string) using parquet partitioned by (table_name)"
+    )
+
+
+def read_log(sql: Sql, spec: UpsertSpec) -> TableState:
+    """The target's state from its commit log (changes read as JSON: the same on every target)."""
+    rows = sql(
+        f"select commit_id, action, to_json(changes) from {spec.log}"
+        f" where table_name = {sql_literal(spec.table_name)}"
+    )
+    return replay(
+        LogEntry(
+            row[0],
+            row[1],
+            tuple(
+                PartitionChange(c["path"], c.get("previous"), c.get("current"))
+                for c in json.loads(row[2] or "[]")
+            ),
+        )
+        for row in rows
+    )
+
+
+def last_commit_id(sql: Sql, spec: UpsertSpec) -> str | None:
+    """The newest commit whose rows are all visible (for incremental pulls)."""
+    if not table_exists(sql, spec.log):
+        return None
+    versions = read_log(sql, spec).versions.values()
+    return max(versions, default=None)
+
+
+# One schema's models share its log table. Two appends to one table at once share its
+# `_temporary` folder, and the first to finish deletes it under the other (dbt runs two
+# models at once with `threads: 2`): log writes of this process take turns.
+_LOG_WRITES = threading.Lock()
+
+
+def _entry_select(entry: LogEntry) -> str:
+    """`select` of one log line (the log's data columns, in order)."""
+    changes = ", ".join(
+        f"named_struct('path', {sql_literal(c.path)}, 'previous', {sql_literal(c.previous)},"
+        f" 'current', {sql_literal(c.current)})"
+        for c in entry.changes
+    )
+    array = f"array({changes})" if changes else f"cast(array() as {CHANGES_TYPE})"
+    return (
+        f"select {sql_literal(entry.commit_id)} as commit_id, {sql_literal(entry.action)}"
+        f" as action, {array} as changes, current_timestamp() as logged_at"
+    )
+
+
+def write_log(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
+    """Append one entry to the target's log partition."""
+    with _LOG_WRITES:
+        # A static partition: the insert lists only this table's log partition.
+        sql(
+            f"insert into {spec.log} {partition_spec(['table_name'], [spec.table_name])}"
+            f" {_entry_select(entry)}"
+        )
+
+
+def compact_log(sql: Sql, spec: UpsertSpec, state: TableState) -> None:
+    """Replace the target's log by the few entries that replay to `state`.
+
+    The entries are written to a new folder, then the log partition is
+    pointed at it: one metastore update, so a reader replays the old log or
+    the new one, the same state either way. The old folder's files are left
+    (a few KB per compaction), as no reader can be sure to be done with them.
+    """
+    entries = compacted(state)
+    folder = partition_path(["table_name"], [spec.table_name])
+    location = (
+        f"{table_location(sql, spec.log)}/_compacted/{folder}/{entries[-1].commit_id}"
+        f"-{uuid.uuid4().hex[:8]}"
+    )
+    steps.reached("compact.write")
+    sql(
+        f"insert overwrite directory {string_literal(location)} using parquet"
+        f" {' union all '.join(_entry_select(entry) for entry in entries)}"
+    )
+    steps.reached("compact.point")
+    partition = partition_spec(["table_name"], [spec.table_name])
+    sql(f"alter table {spec.log} {partition} set location {string_literal(location)}")
+
+
+def drop_log(sql: Sql, spec: UpsertSpec) -> None:
+    """Remove the target's log entries."""
+    if table_exists(sql, spec.log):
+        sql(
+            f"alter table {spec.log} drop if exists"
+            f" {partition_spec(['table_name'], [spec.table_name])}"
+        )

@@ -1,0 +1,152 @@
+"""The merge of an upsert: the batch's winners against the stored rows it touches, as SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dynamic_ddl.sql_text import quoted_identifier, sql_literal
+from dynamic_ddl.upsert.commits import commit_time
+from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertSpec
+
+
+def aligned_source(
+    spec: UpsertSpec,
+    source: str,
+    data: list[tuple[str, str]],
+    source_columns: list[tuple[str, str]],
+) -> str:
+    """The batch as a subquery with the target's columns: NULL for those it lacks."""
+    present = {name.lower() for name, _ in source_columns}
+    columns = [
+        quoted_identifier(name)
+        if name.lower() in present
+        else f"cast(null as {data_type}) as {quoted_identifier(name)}"
+        for name, data_type in data
+    ]
+    extra = [*spec.partition_by, *([spec.delete_marker] if spec.delete_marker else [])]
+    return f"(select {', '.join([*columns, *(quoted_identifier(c) for c in extra)])} from {source})"
+
+
+def comparable(column: str, data_type: str) -> str:
+    """The column as a value SQL can order and compare: maps and variants (which
+    cannot be) as their JSON text.
+
+    >>> comparable("tags", "map<string,string>"), comparable("n", "bigint")
+    ('to_json(`tags`)', '`n`')
+    """
+    unorderable = "map<" in data_type.lower() or "variant" in data_type.lower()
+    return f"to_json({quoted_identifier(column)})" if unorderable else quoted_identifier(column)
+
+
+def merge_sql(
+    spec: UpsertSpec,
+    source: str,
+    data: list[tuple[str, str]],
+    commit_id: str,
+    affected: list[tuple],
+) -> str:
+    """The winners of the batch against the stored rows of the partitions it touches.
+
+    One ranking per key over the batch's rows and the stored row: the
+    greatest ordering value wins, then an incoming row over the stored one,
+    then the greater content (a deterministic tie-break within the batch).
+    Contents are the row's data values, compared natively after the shuffle
+    (cheaper than shuffling a JSON text of each row; maps and variants as
+    JSON).
+    An incoming winner identical to the stored row keeps the stored row (and
+    its commit); an incoming delete marker removes a stored key and is
+    ignored for a key never stored. `affected` lists the batch's partitions
+    (values), a literal filter so the target's other partitions are never
+    listed or read; stored rows failing the spec's predicates are kept as
+    they are. Columns: the target's, plus `_is_new` (the row changes the
+    partition), `_deleted` (the key is removed) and, for a partitioned
+    table, `_changes_partition` (its partition has a new row).
+
+    Rows are shuffled by partition only: one exchange serves the ranking per
+    key and the flag per partition, and each partition's new version is
+    written by one task (one file rather than one per shuffle task).
+    """
+    key = ", ".join(quoted_identifier(k) for k in [*spec.partition_by, *spec.unique_key])
+    select_columns = ", ".join(
+        quoted_identifier(c) for c in [*(n for n, _ in data), *spec.partition_by]
+    )
+    values = [comparable(n, t) for n, t in data]
+    content = f"struct({', '.join(values)})"
+    tie_break = ", ".join(f"{v} desc" for v in values)
+    deleted = (
+        f"coalesce(cast({quoted_identifier(spec.delete_marker)} as boolean), false)"
+        if spec.delete_marker
+        else "false"
+    )
+    commit, commit_ts = quoted_identifier(COMMIT_ID), quoted_identifier(COMMIT_TS)
+    ordering = quoted_identifier(spec.ordering_field)
+    stored = f"{spec.target} as DBT_INTERNAL_DEST where {among(spec.partition_by, affected)}"
+    matched = " and ".join(f"({p})" for p in spec.predicates) or "true"
+    kept = (
+        f"""
+union all
+select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _is_new
+from {stored} and not coalesce({matched}, false)"""
+        if spec.predicates
+        else ""
+    )
+    new_ts = f"timestamp {sql_literal(commit_time(commit_id).isoformat(sep=' '))}"
+    partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
+    by_partition = f"\ndistribute by {partitions}" if partitions else ""
+    merged = f"""
+with
+candidates as (
+    select * from (
+        select {select_columns}, cast(null as string) as {commit},
+            cast(null as timestamp) as {commit_ts}, {deleted} as _deleted, true as _incoming
+        from {source}
+        union all
+        select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _incoming
+        from {stored} and {matched}
+    ){by_partition}
+),
+ranked as (
+    select *,
+        row_number() over (
+            partition by {key}
+            order by {ordering} desc nulls last, _incoming desc, {tie_break}
+        ) as _rank,
+        max(if(_incoming, null, {content})) over (partition by {key}) as _stored_content,
+        max(if(_incoming, null, {commit})) over (partition by {key}) as _stored_commit,
+        max(if(_incoming, null, {commit_ts})) over (partition by {key}) as _stored_commit_ts
+    from candidates
+),
+winners as (
+    select *, _incoming and not _deleted and {content} <=> _stored_content as _unchanged
+    from ranked
+    where _rank = 1 and not (_deleted and _stored_content is null)
+)
+select {select_columns},
+    case when not _incoming then {commit} when _unchanged then _stored_commit
+        else {sql_literal(commit_id)} end as {commit},
+    case when not _incoming then {commit_ts} when _unchanged then _stored_commit_ts
+        else {new_ts} end as {commit_ts},
+    _deleted, _incoming and not _unchanged as _is_new
+from winners{kept}"""
+    if not partitions:
+        return merged
+    return f"""
+select *, max(_is_new) over (partition by {partitions}) as _changes_partition
+from ({merged}
+)"""
+
+
+def among(columns: Sequence[str], values: list[tuple]) -> str:
+    """A filter keeping rows of the given partitions (true for an unpartitioned table)."""
+    if not columns:
+        return "true"
+    key = (
+        f"({', '.join(quoted_identifier(c) for c in columns)})"
+        if len(columns) > 1
+        else quoted_identifier(columns[0])
+    )
+    items = [
+        f"({', '.join(sql_literal(v) for v in row)})" if len(columns) > 1 else sql_literal(row[0])
+        for row in values
+    ]
+    return f"{key} in ({', '.join(items)})"

@@ -1,0 +1,107 @@
+"""The tables of an upsert target: the log, the version store and the target itself.
+
+Every statement here may be repeated: a run killed between two of them is
+mended by the next run, which creates what is missing and adds only the
+columns each table lacks.
+"""
+
+from __future__ import annotations
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import Sql, drop_table, table_columns, table_exists, table_location
+from dynamic_ddl.sql_text import location_clause, quoted_identifier
+from dynamic_ddl.upsert.commit_log import drop_log, log_ddl
+from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, EMPTY, VERSION, UpsertError, UpsertSpec
+
+LINEAGE = [(COMMIT_ID, "string"), (COMMIT_TS, "timestamp")]
+
+
+def ensure_tables(
+    sql: Sql, spec: UpsertSpec, source_columns: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Create the log, the version store and the target if missing; add the source's
+    new columns (`source_columns`: its (name, type), as table_columns gives them).
+
+    Returns the target's data columns (no lineage, no partition columns).
+    """
+    sql(log_ddl(spec))
+    source_columns = [(n, t) for n, t in source_columns if n != spec.delete_marker]
+    names = {n.lower() for n, _ in source_columns}
+    for column in (*spec.unique_key, spec.ordering_field, *spec.partition_by):
+        if column.lower() not in names:
+            raise UpsertError(
+                f"Upsert into {spec.target}: column {column!r} is not in the model's result;"
+                " unique_key, ordering_field and partition_by must name its columns."
+            )
+    partitions = {p.lower() for p in spec.partition_by}
+    data = [(n, t) for n, t in source_columns if n.lower() not in partitions]
+    types = {n.lower(): t for n, t in source_columns}
+    partition_columns = [(p, types[p.lower()]) for p in spec.partition_by]
+    if not table_exists(sql, spec.target):
+        create_tables(sql, spec, data, partition_columns)
+        return data
+    existing = [
+        (n, t)
+        for n, t in table_columns(sql, spec.target)
+        if n.lower() not in partitions and n not in (COMMIT_ID, COMMIT_TS)
+    ]
+    known = {n.lower() for n, _ in existing}
+    new = [(n, t) for n, t in data if n.lower() not in known]
+    if new and spec.on_schema_change == "fail":
+        raise UpsertError(
+            f"The model's result has columns {spec.target} lacks: {', '.join(n for n, _ in new)}."
+            " Set on_schema_change='append_new_columns' to add them, or run with --full-refresh."
+        )
+    if new and spec.on_schema_change == "append_new_columns":
+        for table in (spec.versions, spec.target):
+            add_missing_columns(sql, table, new)
+        return existing + new
+    return existing
+
+
+def create_tables(
+    sql: Sql,
+    spec: UpsertSpec,
+    data: list[tuple[str, str]],
+    partition_columns: list[tuple[str, str]],
+) -> None:
+    """Create the version store, then the target over its empty folder.
+
+    Without a target nothing can read a version, so a store or log entries
+    left by a run killed in a first build or a full refresh are dropped first.
+    """
+    steps.reached("upsert.drop_leftovers")
+    drop_table(sql, spec.versions)
+    drop_log(sql, spec)
+    steps.reached("upsert.create_versions")
+    sql(create_sql(spec.versions, data + LINEAGE, [*partition_columns, (VERSION, "string")]))
+    location = f"{table_location(sql, spec.versions)}/{EMPTY}"
+    steps.reached("upsert.create_target")
+    sql(create_sql(spec.target, data + LINEAGE, partition_columns, location))
+
+
+def add_missing_columns(sql: Sql, table: str, columns: list[tuple[str, str]]) -> None:
+    """`ADD COLUMNS` for those of `columns` the table lacks (none: no statement)."""
+    have = {n.lower() for n, _ in table_columns(sql, table)}
+    missing = [(n, t) for n, t in columns if n.lower() not in have]
+    if missing:
+        steps.reached("upsert.add_columns")
+        added = ", ".join(f"{quoted_identifier(n)} {t}" for n, t in missing)
+        sql(f"alter table {table} add columns ({added})")
+
+
+def create_sql(
+    table: str,
+    columns: list[tuple[str, str]],
+    partitions: list[tuple[str, str]],
+    location: str | None = None,
+) -> str:
+    """`CREATE TABLE IF NOT EXISTS` of a Parquet table, partition columns last."""
+    body = ", ".join(f"{quoted_identifier(n)} {t}" for n, t in [*columns, *partitions])
+    partitioned = (
+        f" partitioned by ({', '.join(quoted_identifier(n) for n, _ in partitions)})"
+        if partitions
+        else ""
+    )
+    where = location_clause(location) if location else ""
+    return f"create table if not exists {table} ({body}) using parquet{partitioned}{where}"
