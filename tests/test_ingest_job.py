@@ -47,35 +47,6 @@ def _accounted(spark, schema: str) -> list[tuple]:
     ]
 
 
-def test_a_killed_run_is_finished_by_the_next_one_exactly_once(spark, inbox, monkeypatch):
-    spark.sql("create database if not exists ingest_clean")
-    spark.sql("create database if not exists ingest_killed")
-    ingest_topic(spark, _config("ingest_clean", inbox / "b1"))
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt("killed after the data was written")
-
-    monkeypatch.setattr(job, "_write_registry", killed)
-    with pytest.raises(KeyboardInterrupt):
-        ingest_topic(spark, _config("ingest_killed", inbox / "b1"))
-    states = spark.table("ingest_killed.raw_file_ledger").select("state", "batch_id").distinct()
-    ((state, pending_batch),) = [tuple(r) for r in states.collect()]
-    assert state == "pending"
-
-    monkeypatch.undo()
-    (summary,) = ingest_topic(spark, _config("ingest_killed", inbox / "b1")).collect()
-    assert summary.batch_id == pending_batch  # rerun under the same id: same partitions
-
-    def content(schema):
-        rows = spark.table(f"{schema}.raw_device_events").select("_raw_json", "data_event_id")
-        return sorted(tuple(r) for r in rows.collect())
-
-    assert content("ingest_killed") == content("ingest_clean")
-    ((state, lines, raw, quarantined),) = _accounted(spark, "ingest_killed")
-    assert state == "committed" and lines == raw + quarantined and quarantined > 0
-    assert ingest_topic(spark, _config("ingest_killed", inbox / "b1")).count() == 0
-
-
 def test_second_sample_batch_drifts_in_with_no_manual_step(spark, inbox, tmp_path):
     spark.sql("create database if not exists ingest_drift")
     both = tmp_path / "inbox"

@@ -18,6 +18,7 @@ from dynamic_ddl.ingest.ledger import LedgerEntry
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.tables import aligned
 from dynamic_ddl.schema.registry import RegistryEntry
+from dynamic_ddl.sql_text import partition_spec, quoted_identifier
 
 LEDGER_COLUMNS = (
     "path string, size_bytes bigint, modified_at double, checksum string, line_count bigint, "
@@ -67,13 +68,29 @@ def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
 
 
 def create_bookkeeping_tables(spark: SparkSession, tables: BookkeepingTables) -> None:
-    """Create the three tables if they do not exist yet; add columns newer versions added."""
+    """Create the three tables if they do not exist yet; add columns newer versions added.
+
+    Two raw models may get here at once (dbt threads, two runs): of two
+    creates of one table one fails, as does one of two `ADD COLUMNS`, and
+    either way the table is as wanted.
+    """
     for statement in bookkeeping_ddl(tables):
-        spark.sql(statement)
+        _tolerating_a_racing_twin(spark, statement)
     for kind, column, data_type in ADDED_COLUMNS:
         table = getattr(tables, kind)
         if column not in spark.table(table).columns:
-            spark.sql(f"alter table {table} add columns (`{column}` {data_type})")
+            _tolerating_a_racing_twin(
+                spark, f"alter table {table} add columns ({quoted_identifier(column)} {data_type})"
+            )
+
+
+def _tolerating_a_racing_twin(spark: SparkSession, statement: str) -> None:
+    """Run DDL; an error saying another run did the same thing first is no error."""
+    try:
+        spark.sql(statement)
+    except Exception as error:
+        if "ALREADY_EXISTS" not in str(error).upper():
+            raise
 
 
 def _topic_rows(spark: SparkSession, table: str, topic: str) -> list:
@@ -170,7 +187,7 @@ def _overwrite_topic(
 ) -> None:
     """Replace the topic's partition with `rows` (dropping it when there are none)."""
     if not rows:
-        spark.sql(f"alter table {table} drop if exists partition (topic = '{topic}')")
+        spark.sql(f"alter table {table} drop if exists {partition_spec(['topic'], [topic])}")
         return
     local_dataframe(spark, rows, schema).write.insertInto(table, overwrite=True)
 
@@ -179,6 +196,6 @@ def write_quarantine(
     spark: SparkSession, table: str, rows: DataFrame, topic: str, batch_id: str
 ) -> None:
     """Replace the batch's quarantine partition with `rows`."""
-    partition = f"topic = '{topic}', batch_id = '{batch_id}'"
-    spark.sql(f"alter table {table} drop if exists partition ({partition})")
+    partition = partition_spec(["topic", "batch_id"], [topic, batch_id])
+    spark.sql(f"alter table {table} drop if exists {partition}")
     aligned(spark, table, rows).write.insertInto(table, overwrite=True)

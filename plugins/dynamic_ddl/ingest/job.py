@@ -32,6 +32,8 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StructType
 
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import RETIRED_SUFFIX, recover_swap, spark_sql
 from dynamic_ddl.ingest.bookkeeping import (
     BookkeepingTables,
     create_bookkeeping_tables,
@@ -79,15 +81,18 @@ from dynamic_ddl.ingest.tables import (
     database_location,
     ensure_table,
     overwrite_partitions,
+    quote,
     remove_local_dir,
     rewrite_widened,
     table_exists,
 )
 from dynamic_ddl.ingest.topics import TopicConfig
+from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.schema.flatten import Leaf, field_at
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, assign_column_names, base_column_name
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan, plan_schema, spark_type
 from dynamic_ddl.spark_conf import project_root
+from dynamic_ddl.sql_text import string_literal
 
 RAW_LEADING = [
     ("_source_file", "string"),
@@ -112,6 +117,7 @@ class IngestSettings:
     limits: LineLimits = LineLimits()
     max_columns: int = 500
     batch_limits: BatchLimits = BatchLimits()
+    lock: LockSettings = LockSettings()
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> IngestSettings:
@@ -139,6 +145,7 @@ class IngestSettings:
                 max_files=int(config.get("max_batch_files", BatchLimits.max_files)),
                 max_bytes=int(config.get("max_batch_mb", BatchLimits.max_bytes >> 20)) << 20,
             ),
+            lock=LockSettings.from_env(config.get("lock_wait_seconds")),
         )
 
 
@@ -326,11 +333,25 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
     """Ingest every new file of the topic; one summary row per batch (none when nothing is new)."""
     settings = IngestSettings.from_config(config)
     create_bookkeeping_tables(spark, settings.bookkeeping)
-    summaries = [
-        ingest_batch(spark, settings, batch) for batch in batches_to_ingest(spark, settings)
-    ]
+    with held(spark_sql(spark), settings.table, settings.lock):
+        mend_interrupted_swaps(spark, settings)
+        summaries = [
+            ingest_batch(spark, settings, batch) for batch in batches_to_ingest(spark, settings)
+        ]
     rows = [tuple(vars(summary).values()) for summary in summaries]
     return local_dataframe(spark, rows, SUMMARY_COLUMNS)
+
+
+def mend_interrupted_swaps(spark: SparkSession, settings: IngestSettings) -> None:
+    """Put back the topic's tables a run killed in the middle of a widening swap left
+    without their name (catalog.recover_swap), before anything reads them."""
+    schema, bare = settings.table.split(".")
+    pattern = string_literal(f"{bare}*{RETIRED_SUFFIX}")
+    rows = spark.sql(f"show tables in {quote(schema)} like {pattern}").collect()
+    for row in rows:
+        retired = row[1]
+        if retired.lower().endswith(RETIRED_SUFFIX):
+            recover_swap(spark_sql(spark), f"{schema}.{retired[: -len(RETIRED_SUFFIX)]}")
 
 
 def batches_to_ingest(spark: SparkSession, settings: IngestSettings) -> list[Batch]:
@@ -364,11 +385,14 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     """Ingest one batch of files (see the module docstring for the steps)."""
     topic = settings.topic
     context = BatchContext(topic.name, batch.batch_id, datetime.now(UTC).replace(tzinfo=None))
+    steps.reached("raw.record_pending")
     _record_ledger(spark, settings, batch, PENDING)
 
     staging = staging_location(spark, settings.table)
+    steps.reached("raw.link_files")
     links = link_files([f.path for f in batch.files], link_folder(staging))
     scratch = f"{staging}__inference"
+    steps.reached("raw.infer_schema")
     inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
     remove_local_dir(scratch)
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
@@ -377,6 +401,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # Inference sees quarantined lines too: a new path gets a column only if
     # an accepted record holds a value there; the cap ranks by that count.
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
+    steps.reached("raw.stage_batch")
     parsed, counts, carried = stage_batch(
         spark, settings, list(batch.files), links, source, staging, new_paths
     )
@@ -384,8 +409,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     prepare_tables(spark, settings, plans)
     write_batch(spark, settings, context, parsed, counts, source, plans, registry)
 
+    steps.reached("raw.write_registry")
     _write_registry(spark, settings, registry, plans)
+    steps.reached("raw.record_committed")
     _record_ledger(spark, settings, batch, COMMITTED)
+    steps.reached("raw.remove_staging")
     remove_local_dir(staging)
     shutil.rmtree(link_folder(staging), ignore_errors=True)
     return BatchSummary(
@@ -445,6 +473,7 @@ def write_batch(
     topic = settings.topic
     event_time = dotted(topic.event_time)
     entries = plans[_bare(settings.table)].entries
+    steps.reached("raw.write_raw_rows")
     overwrite_partitions(
         spark,
         settings.table,
@@ -464,12 +493,14 @@ def write_batch(
             event_time,
             topic.event_time_format,
         )
+        steps.reached("raw.write_child_rows")
         overwrite_partitions(spark, table, rows)
     # No pass over the staged lines when none was rejected.
     rejected = _no_lines(spark)
     if counts.rejected:
         rejected = line_numbers(parsed, parsed.where(F.col(REJECT_REASON).isNotNull()))
     rows = quarantine_rows(rejected, context)
+    steps.reached("raw.write_quarantine")
     write_quarantine(spark, settings.bookkeeping.quarantine, rows, topic.name, context.batch_id)
 
 

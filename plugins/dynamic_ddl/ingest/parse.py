@@ -77,16 +77,27 @@ class LineLimits:
 
 
 @contextmanager
-def case_sensitive(spark: SparkSession) -> Iterator[None]:
-    """Resolve names case-sensitively inside the block.
+def case_sensitive(spark: SparkSession) -> Iterator[SparkSession]:
+    """A session like `spark` that resolves names case-sensitively, inside the block.
 
     Schema inference needs it: with the default, keys such as `State` and
-    `state` in one object fail as duplicate columns.
+    `state` in one object fail as duplicate columns. A classic session is
+    shared by dbt's threads, so the setting goes on a new session over the
+    same SparkContext (its SQL settings are its own) rather than on `spark`;
+    a Spark Connect session is the model's own, and is set back after.
     """
+    try:
+        isolated = spark.newSession()
+    except Exception:  # Spark Connect: no new sessions from a client; this one is ours
+        isolated = None
+    if isolated is not None:
+        isolated.conf.set("spark.sql.caseSensitive", "true")
+        yield isolated
+        return
     before = spark.conf.get("spark.sql.caseSensitive")
     spark.conf.set("spark.sql.caseSensitive", "true")
     try:
-        yield
+        yield spark
     finally:
         spark.conf.set("spark.sql.caseSensitive", before)
 
@@ -128,15 +139,15 @@ def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = No
     the lines that can be accepted, copied as text to `scratch` (a folder
     the caller owns and removes). A failure there is raised.
     """
-    with case_sensitive(spark):
+    with case_sensitive(spark) as session:
         try:
-            schema = _json_reader(spark).json([literal_path(f) for f in files]).schema
+            schema = _json_reader(session).json([literal_path(f) for f in files]).schema
         except AnalysisException:
             if scratch is None:
                 raise
-            strict = read_text_lines(spark, files).where(is_strict_json(F.col("line")))
+            strict = read_text_lines(session, files).where(is_strict_json(F.col("line")))
             strict.select("line").write.mode("overwrite").text(scratch)
-            schema = _json_reader(spark).json(scratch).schema
+            schema = _json_reader(session).json(scratch).schema
     return StructType([field for field in schema.fields if field.name != CORRUPT_RECORD])
 
 

@@ -23,15 +23,18 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
+from dynamic_ddl import catalog, steps
+from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.schema.registry import RegistryEntry, spark_type
+from dynamic_ddl.sql_text import location_clause, quoted_identifier
 
 PARTITION_COLUMNS = (("_event_date", "date"), ("_batch_id", "string"))
 _VERSION = re.compile(r"/v(\d+)/?$")
 
 
 def quote(name: str) -> str:
-    """A backquoted identifier (names come from naming.py, but quote all the same)."""
-    return "`" + name.replace("`", "``") + "`"
+    """A backquoted identifier (sql_text.py; names come from naming.py, but quote all the same)."""
+    return quoted_identifier(name)
 
 
 def table_exists(spark: SparkSession, table: str) -> bool:
@@ -41,14 +44,12 @@ def table_exists(spark: SparkSession, table: str) -> bool:
 
 def database_location(spark: SparkSession, schema: str) -> str:
     """The location of a database (schema), as Spark reports it."""
-    rows = spark.sql(f"describe database {quote(schema)}").collect()
-    return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
+    return catalog.database_location(spark_sql(spark), schema)
 
 
 def table_location(spark: SparkSession, table: str) -> str:
     """The location of a table, as Spark reports it."""
-    rows = spark.sql(f"describe table extended {table}").collect()
-    return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
+    return catalog.table_location(spark_sql(spark), table)
 
 
 def next_version_location(location: str) -> str:
@@ -70,7 +71,7 @@ def create_table_sql(table: str, columns: Iterable[tuple[str, str]], location: s
     partitions = ", ".join(quote(name) for name, _ in PARTITION_COLUMNS)
     return (
         f"create table {table} ({body}) using parquet "
-        f"partitioned by ({partitions}) location '{location}'"
+        f"partitioned by ({partitions}){location_clause(location)}"
     )
 
 
@@ -94,6 +95,7 @@ def ensure_table(
     run killed between the DDL and the registry write is repaired by a rerun.
     """
     if not table_exists(spark, table):
+        steps.reached("raw.create_table")
         schema, name = table.split(".")
         location = f"{database_location(spark, schema)}/{name}/v1"
         spark.sql(create_table_sql(table, table_columns(leading, entries), location))
@@ -101,6 +103,7 @@ def ensure_table(
     existing = {column.lower() for column in spark.table(table).columns}
     missing = [e for e in entries if e.column_name.lower() not in existing]
     if missing:
+        steps.reached("raw.add_columns")
         columns = ", ".join(f"{quote(e.column_name)} {e.data_type}" for e in missing)
         spark.sql(f"alter table {table} add columns ({columns})")
 
@@ -122,12 +125,15 @@ def rewrite_widened(
     """Copy the table with widened column types to its next version and swap it in.
 
     `widened` maps column name to its type before. The copy is a new table
-    `<table>__dbt_new` over `v<n+1>`; two renames put it in place (the old
-    definition is dropped, its files deleted once nothing points at them).
+    `<table>__dbt_new` over `v<n+1>`; catalog.swap_in puts it in place by two
+    renames (a kill between them is mended by `catalog.recover_swap`, which
+    the next batch runs first). The old files are deleted once nothing
+    points at them.
     """
     old_location = table_location(spark, table)
     new_location = next_version_location(old_location)
-    staging, retired = f"{table}__dbt_new", f"{table}__dbt_old"
+    staging = f"{table}__dbt_new"
+    steps.reached("widen.drop_stale_copy")
     spark.sql(f"drop table if exists {staging}")
     old = spark.table(table)
     types = {entry.column_name: entry.data_type for entry in entries}
@@ -137,15 +143,16 @@ def rewrite_widened(
             for c in old.columns
         ]
     )
+    steps.reached("widen.write_copy")
     copy.write.mode("overwrite").partitionBy(*(n for n, _ in PARTITION_COLUMNS)).parquet(
         new_location
     )
+    steps.reached("widen.create_copy")
     spark.sql(create_table_sql(staging, table_columns(leading, entries), new_location))
+    steps.reached("widen.register_partitions")
     spark.sql(f"msck repair table {staging}")
-    spark.sql(f"drop table if exists {retired}")
-    spark.sql(f"alter table {table} rename to {retired}")
-    spark.sql(f"alter table {staging} rename to {table}")
-    spark.sql(f"drop table {retired}")
+    catalog.swap_in(spark_sql(spark), staging, table)
+    steps.reached("widen.remove_old_files")
     remove_local_dir(old_location)
 
 

@@ -64,6 +64,7 @@
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,
+        'lock_wait_seconds': config.get('lock_wait_seconds'),
     } -%}
     {%- do settings.update(var('raw_limits', {})) -%}
     {{ return(settings) }}
