@@ -25,6 +25,8 @@ TEST_STATE_DIR = PROJECT_ROOT / ".local" / "pytest"
 DBT = Path(sys.executable).with_name("dbt")  # the CLI of this virtualenv
 os.environ[spark_conf.STATE_DIR_ENV] = str(TEST_STATE_DIR)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# A lock a test leaves held fails the next run within a minute, not ten.
+os.environ.setdefault("DYNAMIC_DDL_LOCK_WAIT_SECONDS", "60")
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 

@@ -1,0 +1,385 @@
+"""An interruption at every step of every protocol: readers see whole tables, the rerun
+converges to the uninterrupted result, and nothing is left behind.
+
+Each protocol marks its steps (`steps.reached`); the statement-level
+protocols (upserts, rollback, drop) also count every SQL statement as a
+step. A clean run records the steps; then, for each step in turn, a fresh
+schema is prepared the same way, the run is interrupted at that step (after
+a reader looked at the tables), and rerun. Adding a step to a protocol adds
+a case here without editing this file. Real SIGKILLs at a sample of these
+steps are in test_upsert_kill.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.ingest.job import ingest_topic
+from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
+from dynamic_ddl.sql_text import location_clause
+from dynamic_ddl.upsert import commit_log
+from dynamic_ddl.upsert.commit_log import read_log
+from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
+from dynamic_ddl.upsert.spec import UpsertSpec
+
+TOPIC = {"topic": "kills", "record_key": ["id"], "event_time": "ts"}
+BATCH_1 = [
+    '{"id": "1", "ts": "2026-11-01T08:00:00Z", "n": 1, "s": "a", "tags": [{"k": "w"}]}',
+    '{"id": "2", "ts": "2026-11-02T08:00:00Z", "n": 2, "s": "b"}',
+    "not json",
+]
+# Widens n (bigint -> string), adds a column, writes child rows, rejects a line.
+BATCH_2 = [
+    '{"id": "3", "ts": "2026-11-02T09:00:00Z", "n": "three", "s": "c", "flag": true,'
+    ' "tags": [{"k": "x"}, {"k": "y"}]}',
+    '{"id": "4", "ts": "2026-11-03T09:00:00Z", "n": 4, "tags": []}',
+    '{"id": 5,',
+]
+# Times and ids a rerun gives anew, and the file times of an inbox written again.
+VOLATILE = {
+    "_ingested_at",
+    "_batch_id",
+    "batch_id",
+    "_commit_id",
+    "_commit_ts",
+    "_version",
+    "recorded_at",
+    "quarantined_at",
+    "modified_at",
+    "first_seen_batch",
+    "last_seen_batch",
+}
+
+
+def _rows(spark, table: str) -> list[tuple]:
+    """A table's columns and rows, volatile columns left out, in a stable order."""
+    spark.sql(f"refresh table {table}")
+    frame = spark.table(table)
+    kept = [f for f in frame.schema.fields if f.name not in VOLATILE]
+    rows = sorted((tuple(str(row[f.name]) for f in kept) for row in frame.collect()), key=str)
+    return [tuple((f.name, f.dataType.simpleString()) for f in kept), *rows]
+
+
+def _tables(spark, schema: str) -> list[str]:
+    rows = spark.sql(f"show tables in {schema}").collect()
+    return sorted(row[1] for row in rows if not row[2])  # temporary views are no tables
+
+
+def _snapshot(spark, schema: str) -> dict[str, list[tuple]]:
+    """Every table of the schema, as _rows gives it (the commit log by its content).
+
+    A lock left behind (a release interrupted) must be one the next run takes
+    over at once; it is not part of the result."""
+    snapshot = {}
+    for name in _tables(spark, schema):
+        if name.endswith(LOCK_SUFFIX):
+            holder = read_holder(spark_sql(spark), f"{schema}.{name}")
+            assert holder is None or holder.is_stale(time.time()), f"{name} blocks: {holder}"
+            continue
+        if name == "upsert_commits":
+            continue  # commit ids differ run to run; a pending entry is checked apart
+        snapshot[name] = _rows(spark, f"{schema}.{name}")
+    return snapshot
+
+
+@dataclass
+class Scenario:
+    """One protocol run: `prepare` a schema, `act` (the run interrupted), `whole` checks
+    what a reader sees at the moment of the interruption."""
+
+    name: str
+    prepare: Callable[[object, str, Path], None]
+    act: Callable[[object, str, Path], None]
+    whole: Callable[[object, str, dict], None]
+    # Interrupt only at steps starting with these (the run's other steps are
+    # enumerated by the scenario of their own protocol); all when empty.
+    only: tuple[str, ...] = ()
+
+    def boundaries(self, seen: list[str]) -> list[int]:
+        """The indexes of the steps to interrupt at: a statement right after a named
+        step is the same boundary (nothing changed between them)."""
+        return [
+            i
+            for i, step in enumerate(seen)
+            if not (step.startswith("sql:") and i and not seen[i - 1].startswith("sql:"))
+            and (not self.only or step.startswith(self.only))
+        ]
+
+
+CHANGING = {"create", "alter", "insert", "drop"}
+
+
+def _sql(spark):
+    """Statements that change something as steps: an interruption can fall between any two
+    changes (one before a read is one after the change before it)."""
+    run = spark_sql(spark)
+
+    def sql(statement: str):
+        words = statement.split()
+        if words[0].lower() in CHANGING:
+            steps.reached("sql: " + " ".join(words)[:70])
+        return run(statement)
+
+    return sql
+
+
+# --- raw batches --------------------------------------------------------------------
+
+
+def _write(inbox: Path, name: str, lines: list[str]) -> None:
+    folder = inbox / TOPIC["topic"] / "dt=2026-11-01"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("\n".join(lines) + "\n")
+
+
+def _ingest(spark, schema: str, inbox: Path) -> None:
+    ingest_topic(spark, {**TOPIC, "inbox_dir": str(inbox), "schema": schema, "table": "raw_kills"})
+
+
+def _raw_history_visible(spark, schema: str, before: dict) -> None:
+    """The raw table is there with every row it had. Between a swap's two renames the
+    name is empty for a moment, and the rows are under the retired name, which the
+    next run puts back: the history is never hidden."""
+    rows = len(before.get("raw_kills", [None])) - 1
+    table = f"{schema}.raw_kills"
+    if not spark.catalog.tableExists(table):
+        table += "__dbt_old"
+        if rows <= 0 and not spark.catalog.tableExists(table):
+            return  # a first batch: no table yet is the state before
+    spark.sql(f"refresh table {table}")
+    assert spark.table(table).count() >= rows
+
+
+def _second_batch(spark, schema, inbox):
+    _write(inbox, "a.json", BATCH_1)
+    _ingest(spark, schema, inbox)
+    _write(inbox, "b.json", BATCH_2)
+
+
+# --- upserts ------------------------------------------------------------------------
+
+SPEC = ("id",), "ts", ("day",)
+
+
+def _batch(spark, rows: list[tuple], view: str = "batch", extra: str = "") -> None:
+    values = ", ".join(
+        "(" + ", ".join(repr(v) if v is not None else "null" for v in row) + ")" for row in rows
+    )
+    columns = "id, ts, day, state" + extra
+    spark.sql(f"create or replace temporary view {view} ({columns}) as values {values}")
+
+
+def _spec(schema: str, **options) -> UpsertSpec:
+    key, ordering, partitions = SPEC
+    return UpsertSpec(f"{schema}.target", key, ordering, partitions, **options)
+
+
+def _first_commit(spark, schema, inbox):
+    _batch(spark, [("a", 1, "d1", "on"), ("b", 1, "d2", "on")])
+
+
+def _commit(spark, schema, inbox, **options):
+    upsert(_sql(spark), _spec(schema, **options), "batch")
+
+
+def _two_commits(spark, schema, inbox):
+    _first_commit(spark, schema, inbox)
+    _commit(spark, schema, inbox)
+    # Changes d1, adds d3, deletes d2's only key, brings a new column.
+    _batch(
+        spark,
+        [
+            ("a", 2, "d1", "off", False, "x"),
+            ("c", 2, "d3", "on", False, "y"),
+            ("b", 2, "d2", None, True, None),
+        ],
+        extra=", gone, note",
+    )
+
+
+def _second_commit(spark, schema, inbox):
+    _commit(spark, schema, inbox, delete_marker="gone", on_schema_change="append_new_columns")
+
+
+def _rollback(spark, schema, inbox):
+    """Roll the last commit back, as an operator does: unless the log shows it done (a
+    second rollback_last_commit after a finished one fails, saying so)."""
+    spec = UpsertSpec.of_table(spark_sql(spark), f"{schema}.target")
+    if read_log(spark_sql(spark), spec).last_commit is not None:
+        rollback_last_commit(_sql(spark), spec)
+
+
+def _committed_twice(spark, schema, inbox):
+    _two_commits(spark, schema, inbox)
+    _second_commit(spark, schema, inbox)
+
+
+def _full_refresh(spark, schema, inbox):
+    """What the incremental materialization does on --full-refresh, once the model's rows
+    are built into a staging table."""
+    spark.sql(f"drop table if exists {schema}.target__dbt_new")
+    spark.sql(f"create table {schema}.target__dbt_new using parquet as select * from batch")
+    sql = _sql(spark)
+    drop_upsert_table(sql, UpsertSpec.of_table(sql, f"{schema}.target"))
+    upsert(sql, _spec(schema, delete_marker="gone"), f"{schema}.target__dbt_new")
+    spark.sql(f"drop table {schema}.target__dbt_new")
+
+
+def _compacting_commit(spark, schema, inbox):
+    """A commit after which the log is compacted (as every COMPACT_AFTER lines)."""
+    compact_after, commit_log.COMPACT_AFTER = commit_log.COMPACT_AFTER, 2
+    try:
+        _second_commit(spark, schema, inbox)
+    finally:
+        commit_log.COMPACT_AFTER = compact_after
+
+
+def _stale_lock(spark, schema, inbox):
+    """A lock left by a killed process of this host (a pid that cannot run)."""
+    _first_commit(spark, schema, inbox)
+    holder = Holder(socket.gethostname(), 2**22 + 7, "f" * 32, 4e9)
+    location = f"{spark.conf.get('spark.sql.warehouse.dir')}/{schema}_locks/target"
+    spark.sql(
+        f"create table {lock_table(f'{schema}.target')} (holder string) using parquet"
+        f"{location_clause(location)} tblproperties ('holder.host' = '{holder.host}',"
+        f" 'holder.pid' = '{holder.pid}', 'holder.run' = '{holder.token}',"
+        f" 'lease.expires_at' = '{holder.expires_at}')"
+    )
+
+
+def _partitions_whole(spark, schema: str, before: dict, after: dict) -> None:
+    """Each partition a reader sees holds its rows before the run or after it, whole."""
+    if not spark.catalog.tableExists(f"{schema}.target"):
+        return  # a first build or a full refresh: no table yet is a whole state
+    spark.sql(f"refresh table {schema}.target")
+    seen = _rows(spark, f"{schema}.target")
+
+    def by_day(rows: list[tuple], columns: list[str]) -> dict[str, set]:
+        """Rows per partition, with `columns` only (a reader between two ADD COLUMNS
+        sees more columns than the table had before)."""
+        if not rows:
+            return {}
+        names = [name for name, _ in rows[0]]
+        grouped: dict[str, set] = {}
+        for row in rows[1:]:
+            value = dict(zip(names, row, strict=True))
+            grouped.setdefault(value["day"], set()).add(tuple(value.get(c, "-") for c in columns))
+        return grouped
+
+    old_rows, new_rows = before.get("target", []), after["target"]
+    old_columns = [n for n, _ in old_rows[0]] if old_rows else []
+    new_columns = [n for n, _ in new_rows[0]]
+    as_old, as_new = by_day(seen, old_columns), by_day(seen, new_columns)
+    old, new = by_day(old_rows, old_columns), by_day(new_rows, new_columns)
+    for day in as_old:
+        whole = as_old[day] == old.get(day) or as_new[day] == new.get(day)
+        assert whole, f"partition {day} is partial: {as_old[day]}"
+
+
+def _first_batch(spark, schema, inbox):
+    _write(inbox, "a.json", BATCH_1)
+
+
+def _raw_whole(spark, schema, before, after):
+    _raw_history_visible(spark, schema, before)
+
+
+RAW_STEPS = ("raw.",)  # the lock's own steps: lock_take_over
+SCENARIOS = [
+    # Every step of a raw batch, on a first batch (tables created) ...
+    Scenario("raw_first_batch", _first_batch, _ingest, _raw_whole, RAW_STEPS),
+    # ... and of a widening rewrite and its swap, on a batch that widens a column and
+    # adds one.
+    Scenario(
+        "raw_widening_batch",
+        _second_batch,
+        _ingest,
+        _raw_whole,
+        ("widen.", "swap.", "raw.add_columns"),
+    ),
+    # A first commit's own steps (creating the tables); upsert_commit has every other.
+    Scenario(
+        "upsert_first_commit",
+        _first_commit,
+        _commit,
+        _partitions_whole,
+        ("upsert.drop_leftovers", "upsert.create"),
+    ),
+    Scenario("upsert_commit", _two_commits, _second_commit, _partitions_whole),
+    Scenario("rollback", _committed_twice, _rollback, _partitions_whole, ("rollback.",)),
+    Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
+    Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),
+    Scenario("log_compaction", _two_commits, _compacting_commit, _partitions_whole, ("compact.",)),
+]
+
+
+def _fresh(spark, schema: str, inbox: Path) -> None:
+    spark.sql(f"drop database if exists {schema} cascade")
+    spark.sql(f"create database {schema}")
+    shutil.rmtree(inbox, ignore_errors=True)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_an_interruption_at_every_step_converges(spark, tmp_path, scenario):
+    clean, schema = f"kill_{scenario.name}_clean", f"kill_{scenario.name}"
+    inbox = tmp_path / "inbox"
+    _fresh(spark, clean, inbox)
+    scenario.prepare(spark, clean, inbox)
+    before = _snapshot(spark, clean)
+    seen, record = steps.recorder()
+    with steps.hooked(record):
+        scenario.act(spark, clean, inbox)
+    expected = _snapshot(spark, clean)
+    assert seen, "the protocol marks no step"
+
+    failures = []
+    boundaries = scenario.boundaries(seen)
+    assert boundaries, f"no step to interrupt at among {seen}"
+    for index in boundaries:
+        step = seen[index]
+        _fresh(spark, schema, inbox)
+        scenario.prepare(spark, schema, inbox)
+        interrupt = steps.interrupt_at(index)
+
+        def look_then_interrupt(name: str, interrupt=interrupt) -> None:
+            try:
+                interrupt(name)
+            except steps.Interrupted:
+                with steps.hooked(lambda _: None):
+                    scenario.whole(spark, schema, before, expected)
+                raise
+
+        with pytest.raises(steps.Interrupted), steps.hooked(look_then_interrupt):
+            scenario.act(spark, schema, inbox)
+        scenario.act(spark, schema, inbox)  # the rerun
+        got = _snapshot(spark, schema)
+        if got != expected:
+            failures.append(f"step {index} ({step}): {_difference(expected, got)}")
+        if "upsert_commits" in _tables(spark, schema) and spark.catalog.tableExists(
+            f"{schema}.target"
+        ):
+            state = read_log(spark_sql(spark), UpsertSpec(f"{schema}.target"))
+            assert state.pending is None, f"step {index} ({step}) left {state.pending}"
+    assert not failures, f"{len(failures)} of {len(boundaries)} steps diverge:\n" + "\n".join(
+        failures
+    )
+
+
+def _difference(expected: dict, got: dict) -> str:
+    if expected.keys() != got.keys():
+        return f"tables {sorted(expected)} != {sorted(got)}"
+    return "; ".join(
+        f"{name}: only clean {sorted(set(expected[name]) - set(got[name]))[:2]},"
+        f" only rerun {sorted(set(got[name]) - set(expected[name]))[:2]}"
+        for name in expected
+        if expected[name] != got[name]
+    )

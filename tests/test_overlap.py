@@ -1,0 +1,115 @@
+"""Two runs at once on one table: they take turns, the result is one run's, and a run
+that cannot wait names the holder."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.ingest.job import ingest_topic
+from dynamic_ddl.locks import LockSettings, LockTimeout, held
+from dynamic_ddl.upsert.protocol import upsert
+from dynamic_ddl.upsert.spec import UpsertSpec
+
+TOPIC = {"topic": "overlap", "record_key": ["id"], "event_time": "ts"}
+
+
+def _together(*runs) -> list[BaseException]:
+    """Start the runs at once in threads; the errors they raised."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(runs))
+
+    def run(target):
+        start.wait()
+        try:
+            target()
+        except BaseException as error:  # noqa: BLE001 - reported to the test
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    return errors
+
+
+def test_two_ingestions_at_once_take_every_line_once(spark, tmp_path):
+    spark.sql("drop database if exists overlap_raw cascade")
+    spark.sql("create database overlap_raw")
+    inbox = tmp_path / "inbox"
+    folder = inbox / TOPIC["topic"] / "dt=2026-11-01"
+    folder.mkdir(parents=True)
+    for n in range(3):
+        lines = [
+            f'{{"id": "{n}-{i}", "ts": "2026-11-0{n + 1}T00:00:00Z", "v": {i}}}' for i in range(50)
+        ]
+        (folder / f"f{n}.json").write_text("\n".join(lines) + "\n")
+    config = {**TOPIC, "inbox_dir": str(inbox), "schema": "overlap_raw", "table": "raw_overlap"}
+    summaries: list[list] = []
+    errors = _together(
+        *[lambda: summaries.append(ingest_topic(spark, config).collect()) for _ in range(2)]
+    )
+    assert not errors
+    assert sorted(sum(row.files for row in s) for s in summaries) == [0, 3]  # one run did all
+    rows = spark.table("overlap_raw.raw_overlap")
+    assert rows.count() == 150 and rows.select("id").distinct().count() == 150
+    ledger = spark.table("overlap_raw.raw_file_ledger").collect()
+    assert sorted((r.path.rsplit("/", 1)[1], r.state) for r in ledger) == [
+        (f"f{n}.json", "committed") for n in range(3)
+    ]
+
+
+def test_two_upserts_at_once_both_commit(spark):
+    spark.sql("drop database if exists overlap_upsert cascade")
+    spark.sql("create database overlap_upsert")
+    spec = UpsertSpec("overlap_upsert.target", ("id",), "ts", ("day",))
+    for n in (1, 2):
+        spark.sql(
+            f"create or replace temporary view batch{n} as select concat('k', id) as id,"
+            f" {n} as ts, concat('d', id % 4) as day, '{n}' as state from range({n * 40})"
+        )
+    sql = spark_sql(spark)
+    assert not _together(*[lambda n=n: upsert(sql, spec, f"batch{n}") for n in (1, 2)])
+    rows = {r.id: r.state for r in spark.table(spec.target).collect()}
+    assert len(rows) == 80 and set(rows.values()) == {"2"}  # the greatest ts wins, whole
+    log = spark.sql(
+        "select action, count(*) from overlap_upsert.upsert_commits group by action"
+    ).collect()
+    assert dict(log) == {"pending": 2, "committed": 2}
+
+
+def test_a_run_that_cannot_wait_names_the_holder(spark):
+    spark.sql("create database if not exists overlap_wait")
+    sql = spark_sql(spark)
+    with held(sql, "overlap_wait.t"):
+        waiting: list[BaseException] = []
+
+        def second():
+            try:
+                with held(sql, "overlap_wait.t", LockSettings(wait_seconds=1)):
+                    pass
+            except LockTimeout as error:
+                waiting.append(error)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join(timeout=60)
+    (error,) = waiting
+    assert f"process {os.getpid()}" in str(error) and "overlap_wait.t" in str(error)
+    with held(sql, "overlap_wait.t", LockSettings(wait_seconds=1)):
+        pass  # released: taken at once
+
+
+def test_a_killed_holders_lock_is_taken_over_at_once(spark):
+    """A lock of a process of this host that no longer runs does not wait for its lease."""
+    spark.sql("create database if not exists overlap_stale")
+    spark.sql(
+        "create table if not exists overlap_stale.t__lock (holder string) using parquet"
+        f" tblproperties ('holder.host' = '{socket.gethostname()}', 'holder.pid' = '{2**22 + 7}',"
+        " 'holder.run' = 'gone', 'lease.expires_at' = '4000000000.0')"
+    )
+    with held(spark_sql(spark), "overlap_stale.t", LockSettings(wait_seconds=0)) as holder:
+        assert holder.pid == os.getpid()
