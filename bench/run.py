@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import commit_age  # noqa: E402
 import ingestion  # noqa: E402
 import model_overhead  # noqa: E402
 import pivot  # noqa: E402
@@ -70,6 +71,14 @@ def main() -> None:
         "the whole table.\n\n"
         "Command: `make bench` (or `.venv/bin/python bench/upsert.py`).\n\n"
         + upsert.report(upsert.measure())
+    )
+    sections.append(
+        "## Commit time as a table ages\n\n"
+        "Commits of 10 keys into one of 20 day partitions of an upsert table, a different"
+        " day each time; the median of 5 commits after the 10th and after the 1,000th"
+        " (the log is compacted every 50 lines, old versions dropped at each commit).\n\n"
+        "Command: `make bench` (or `.venv/bin/python bench/commit_age.py`).\n\n"
+        + commit_age.report(commit_age.measure())
     )
     sections.append(
         "## Pivot vs Spark's native PIVOT, and key discovery\n\n"
