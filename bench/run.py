@@ -75,7 +75,7 @@ def main() -> None:
     sections.append(
         "## Commit time as a table ages\n\n"
         "Commits of 10 keys into one of 20 day partitions of an upsert table, a different"
-        " day each time; the median of 5 commits after the 10th and after the 1,000th"
+        " day each time; the median of 5 commits after the 10th, 100th, 250th, 500th and 1,000th"
         " (the log is compacted every 50 lines, old versions dropped at each commit).\n\n"
         "Command: `make bench` (or `.venv/bin/python bench/commit_age.py`).\n\n"
         + commit_age.report(commit_age.measure())

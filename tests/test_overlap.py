@@ -66,15 +66,17 @@ def test_two_upserts_at_once_both_commit(spark):
     spark.sql("drop database if exists overlap_upsert cascade")
     spark.sql("create database overlap_upsert")
     spec = UpsertSpec("overlap_upsert.target", ("id",), "ts", ("day",))
-    for n in (1, 2):
+    # Keys 0-39 at ts 1, keys 20-79 at ts 2: in either order both commits change rows.
+    for n, keys in ((1, "0, 40"), (2, "20, 80")):
         spark.sql(
             f"create or replace temporary view batch{n} as select concat('k', id) as id,"
-            f" {n} as ts, concat('d', id % 4) as day, '{n}' as state from range({n * 40})"
+            f" {n} as ts, concat('d', id % 4) as day, '{n}' as state from range({keys})"
         )
     sql = spark_sql(spark)
     assert not _together(*[lambda n=n: upsert(sql, spec, f"batch{n}") for n in (1, 2)])
     rows = {r.id: r.state for r in spark.table(spec.target).collect()}
-    assert len(rows) == 80 and set(rows.values()) == {"2"}  # the greatest ts wins, whole
+    expected = {f"k{i}": "1" if i < 20 else "2" for i in range(80)}
+    assert rows == expected  # the greatest ts wins for every key, both batches whole
     log = spark.sql(
         "select action, count(*) from overlap_upsert.upsert_commits group by action"
     ).collect()

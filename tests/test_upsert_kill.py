@@ -127,7 +127,7 @@ def test_kill_9_while_partitions_move_then_rerun_converges(connect, thrift_serve
 
 # A sample of the named steps (test_interruptions.py raises at every one): the
 # killed process holds the table's lock, which the rerun takes over at once.
-@pytest.mark.parametrize("step", ["upsert.write_versions", "upsert.log_committed"])
+@pytest.mark.parametrize("step", ["upsert.log_committed"])
 def test_kill_9_at_a_named_step_then_rerun_converges(connect, thrift_server, reference, step):
     url = thrift_server.connect_url
     table = f"{SCHEMA}.at_{step.replace('.', '_')}"
