@@ -211,9 +211,12 @@ def _point_unpartitioned(sql: Sql, spec: UpsertSpec, store: str, version: str | 
     sql(f"alter table {spec.target} set location {string_literal(location)}")
 
 
-def recover(sql: Sql, spec: UpsertSpec) -> TableState:
-    """Finish a commit or a rollback a killed run left unfinished; the state after."""
-    state = read_log(sql, spec)
+def recover(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> TableState:
+    """Finish a commit or a rollback a killed run left unfinished; the state after.
+
+    `state` is the log's state when the caller has read it (else the log is read).
+    """
+    state = state or read_log(sql, spec)
     if state.pending is None:
         return state
     if state.pending.action == ROLLING_BACK:
@@ -253,8 +256,9 @@ def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
     if not table_exists(sql, spec.target):
         raise UpsertError(f"{spec.target} does not exist: there is nothing to roll back.")
     with held(sql, spec.target):
-        unfinished = read_log(sql, spec).pending
-        state = recover(sql, spec)
+        logged = read_log(sql, spec)
+        unfinished = logged.pending
+        state = recover(sql, spec, logged)
         if unfinished is not None and unfinished.action == ROLLING_BACK:
             return unfinished.commit_id  # a rollback a killed run began: now done, not repeated
         last = state.last_commit
