@@ -15,6 +15,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from dynamic_ddl.ingest.job import ingest_topic
+from dynamic_ddl.ingest.ledger import file_checksum
 
 TOPIC = {"topic": "feed", "record_key": ["id"], "event_time": "ts"}
 
@@ -270,18 +271,34 @@ def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
     assert (changed.input_lines, changed.raw_rows) == (1, 1)
 
 
-def test_a_ledger_from_before_first_line_is_migrated(spark, tmp_path):
+def test_a_ledger_from_before_first_line_and_batch_partitions_is_migrated(spark, tmp_path):
+    # The first ledger had no `first_line` and one partition per topic: its entries are
+    # kept (a committed file is not ingested again) in a ledger partitioned by batch.
     spark.sql("create database if not exists hostile_migrated")
     spark.sql(
         "create table hostile_migrated.raw_file_ledger (path string, size_bytes bigint, "
         "modified_at double, checksum string, line_count bigint, batch_id string, "
         "state string, recorded_at timestamp, topic string) using parquet partitioned by (topic)"
     )
-    write_lines(tmp_path, "a.json", ['{"id": 1}'])
+    old = write_lines(tmp_path, "a.json", ['{"id": 1}'])
+    stat, checksum = old.stat(), file_checksum(old)
+    spark.sql(
+        "insert into hostile_migrated.raw_file_ledger partition (topic = 'feed') values "
+        f"('{old}', {stat.st_size}, {stat.st_mtime}, '{checksum}', 1, 'b0', 'committed',"
+        " timestamp'2026-01-01 00:00:00')"
+    )
+    write_lines(tmp_path, "b.json", ['{"id": 2}'])
     (summary,) = ingest(spark, "hostile_migrated", tmp_path)
-    assert summary.raw_rows == 1
-    (entry,) = spark.table("hostile_migrated.raw_file_ledger").collect()
-    assert (entry.first_line, entry.topic, entry.state) == (1, "feed", "committed")
+    assert (summary.files, summary.raw_rows) == (1, 1)  # b.json only: a.json was committed
+    ledger = spark.table("hostile_migrated.raw_file_ledger")
+    assert ledger.columns[-2:] == ["topic", "batch_id"]
+    entries = sorted(ledger.collect(), key=lambda row: row.path)
+    assert [(Path(e.path).name, e.batch_id == "b0", e.first_line) for e in entries] == [
+        ("a.json", True, 1),
+        ("b.json", False, 1),
+    ]
+    partitions = spark.sql("show partitions hostile_migrated.raw_file_ledger").collect()
+    assert len(partitions) == 2
 
 
 def test_a_colon_and_brackets_in_one_name_are_read(spark, tmp_path):

@@ -293,6 +293,32 @@ def _raw_whole(spark, schema, before, after):
     _raw_history_visible(spark, schema, before)
 
 
+def _ledger_of_old_layout(spark, schema, inbox):
+    """A ledger as the first versions made it (partitioned by topic, no `first_line`),
+    holding a committed file, and a new file to ingest."""
+    _write(inbox, "a.json", BATCH_1)
+    _ingest(spark, schema, inbox)
+    ledger = f"{schema}.raw_file_ledger"
+    spark.sql(
+        f"create table {ledger}_old using parquet partitioned by (topic) as select path,"
+        " size_bytes, modified_at, checksum, line_count, batch_id, state, recorded_at, topic"
+        f" from {ledger}"
+    )
+    spark.sql(f"drop table {ledger}")
+    spark.sql(f"alter table {ledger}_old rename to {ledger}")
+    _write(inbox, "c.json", BATCH_1[:1])
+
+
+def _ledger_whole(spark, schema, before, after):
+    """The ledger's entries are under its name, or under the retired name between the
+    swap's two renames (which the next run puts back)."""
+    table = f"{schema}.raw_file_ledger"
+    if not spark.catalog.tableExists(table):
+        table += "__dbt_old"
+    spark.sql(f"refresh table {table}")
+    assert spark.table(table).count() == len(before["raw_file_ledger"]) - 1
+
+
 RAW_STEPS = ("raw.",)  # the lock's own steps: lock_take_over
 SCENARIOS = [
     # Every step of a raw batch, on a first batch (tables created) ...
@@ -305,6 +331,14 @@ SCENARIOS = [
         _ingest,
         _raw_whole,
         ("widen.", "swap.", "raw.add_columns"),
+    ),
+    # A ledger of the first layout moved to one partitioned by batch.
+    Scenario(
+        "ledger_migration",
+        _ledger_of_old_layout,
+        _ingest,
+        _ledger_whole,
+        ("ledger_migration.", "swap."),
     ),
     # A first commit's own steps (creating the tables); upsert_commit has every other.
     Scenario(

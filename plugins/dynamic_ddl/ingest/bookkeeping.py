@@ -1,9 +1,11 @@
 """The file ledger, the schema registry and the quarantine as tables.
 
 One of each per schema, shared by every topic and partitioned by topic, so
-raw models of different topics never write the same partition. Ledger and
-registry hold a row per file and per column: each write reads the topic's
-rows, changes them in Python and overwrites the topic's partition.
+raw models of different topics never write the same partition. The ledger
+holds a row per file per batch and is partitioned by batch too: a batch
+writes its own entries only, and the cost of a batch does not grow with the
+topic's history. The registry holds a row per column (bounded by the column
+cap): each write overwrites the topic's partition.
 """
 
 from __future__ import annotations
@@ -14,18 +16,30 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import (
+    RETIRED_SUFFIX,
+    Sql,
+    drop_table,
+    partition_columns,
+    recover_swap,
+    spark_sql,
+    swap_in,
+)
 from dynamic_ddl.ingest.ledger import LedgerEntry
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.tables import aligned
+from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.schema.registry import RegistryEntry
-from dynamic_ddl.sql_text import partition_spec, quoted_identifier
+from dynamic_ddl.sql_text import partition_spec, quoted_identifier, string_literal
 
 LEDGER_COLUMNS = (
     "path string, size_bytes bigint, modified_at double, checksum string, line_count bigint, "
     "batch_id string, state string, recorded_at timestamp, first_line bigint, topic string"
 )
-# Columns added to a bookkeeping table since it was first created: (table kind, column, type).
-ADDED_COLUMNS = (("ledger", "first_line", "bigint"),)
+LEDGER_PARTITIONS = ("topic", "batch_id")
+# Columns added to the ledger since it was first created: (column, type).
+ADDED_LEDGER_COLUMNS = (("first_line", "bigint"),)
 REGISTRY_COLUMNS = (
     "table_name string, json_path string, json_keys array<string>, column_name string, "
     "data_type string, first_seen_batch string, last_seen_batch string, status string, "
@@ -60,7 +74,7 @@ def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
         f"create table if not exists {table} ({columns}) using parquet "
         f"partitioned by ({partitions})"
         for table, columns, partitions in (
-            (tables.ledger, LEDGER_COLUMNS, "topic"),
+            (tables.ledger, LEDGER_COLUMNS, ", ".join(LEDGER_PARTITIONS)),
             (tables.registry, REGISTRY_COLUMNS, "topic"),
             (tables.quarantine, QUARANTINE_COLUMNS, "topic, batch_id"),
         )
@@ -68,20 +82,69 @@ def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
 
 
 def create_bookkeeping_tables(spark: SparkSession, tables: BookkeepingTables) -> None:
-    """Create the three tables if they do not exist yet; add columns newer versions added.
+    """Create the three tables if they do not exist yet; bring an older ledger up to date.
 
     Two raw models may get here at once (dbt threads, two runs): of two
-    creates of one table one fails, as does one of two `ADD COLUMNS`, and
-    either way the table is as wanted.
+    creates of one table one fails, and either way the table is as wanted.
+    The ledger is settled under its lock when it is missing, of an older
+    layout (partitioned by topic alone, before batches had partitions, or
+    without a newer column) or left half migrated by a killed run.
     """
-    for statement in bookkeeping_ddl(tables):
+    sql = spark_sql(spark)
+    ledger_ddl, *other_ddl = bookkeeping_ddl(tables)
+    for statement in other_ddl:
         _tolerating_a_racing_twin(spark, statement)
-    for kind, column, data_type in ADDED_COLUMNS:
-        table = getattr(tables, kind)
-        if column not in spark.table(table).columns:
-            _tolerating_a_racing_twin(
-                spark, f"alter table {table} add columns ({quoted_identifier(column)} {data_type})"
-            )
+    if not _ledger_ready(sql, tables.ledger):
+        with held(sql, tables.ledger, LockSettings.from_env()):
+            _settle_ledger(spark, tables.ledger, ledger_ddl)
+
+
+def _ledger_ready(sql: Sql, ledger: str) -> bool:
+    """Whether the ledger exists in today's layout and no migration was left half done."""
+    schema, name = ledger.split(".")
+    pattern = string_literal(f"{name}*")
+    names = {
+        row[1].lower() for row in sql(f"show tables in {quoted_identifier(schema)} like {pattern}")
+    }
+    return (
+        name in names
+        and name + RETIRED_SUFFIX not in names
+        and tuple(partition_columns(sql, ledger)) == LEDGER_PARTITIONS
+    )
+
+
+def _settle_ledger(spark: SparkSession, ledger: str, ddl: str) -> None:
+    """Under the ledger's lock: finish a migration a killed run left (the ledger put back
+    if it lost its name between the swap's renames, a retired copy dropped), create the
+    ledger or migrate it to today's layout."""
+    sql = spark_sql(spark)
+    recover_swap(sql, ledger)
+    steps.reached("ledger_migration.drop_retired")
+    drop_table(sql, ledger + RETIRED_SUFFIX)
+    spark.sql(ddl)
+    for column, data_type in ADDED_LEDGER_COLUMNS:
+        if column not in spark.table(ledger).columns:
+            spark.sql(f"alter table {ledger} add columns ({quoted_identifier(column)} {data_type})")
+    if tuple(partition_columns(sql, ledger)) != LEDGER_PARTITIONS:
+        _migrate_ledger(spark, ledger)
+
+
+def _migrate_ledger(spark: SparkSession, ledger: str) -> None:
+    """Copy a ledger partitioned by topic alone into one partitioned by (topic, batch_id),
+    and swap it in (catalog.swap_in)."""
+    sql = spark_sql(spark)
+    built = f"{ledger}__dbt_new"
+    steps.reached("ledger_migration.build")
+    drop_table(sql, built)
+    names = [quoted_identifier(c.split()[0]) for c in LEDGER_COLUMNS.split(", ")]
+    # Entries from before `first_line` were whole files.
+    values = [f"coalesce({n}, 1)" if n == "`first_line`" else n for n in names]
+    spark.sql(
+        f"create table {built} ({LEDGER_COLUMNS}) using parquet"
+        f" partitioned by ({', '.join(LEDGER_PARTITIONS)})"
+    )
+    spark.sql(f"insert into {built} ({', '.join(names)}) select {', '.join(values)} from {ledger}")
+    swap_in(sql, built, ledger)
 
 
 def _tolerating_a_racing_twin(spark: SparkSession, statement: str) -> None:
@@ -116,12 +179,10 @@ def read_ledger(spark: SparkSession, table: str, topic: str) -> list[LedgerEntry
     ]
 
 
-def write_ledger(spark: SparkSession, table: str, topic: str, entries: list[LedgerEntry]) -> None:
-    """Replace the topic's ledger rows; an entry keeps its `recorded_at`, a new one gets now.
-
-    So a run that records a batch as pending does not make the topic's
-    committed files look fresh (source freshness reads committed rows).
-    """
+def write_ledger_batch(
+    spark: SparkSession, table: str, topic: str, entries: list[LedgerEntry]
+) -> None:
+    """Replace the ledger partition of the entries' batch (one batch id) with them."""
     now = datetime.now(UTC).replace(tzinfo=None)
     rows = [
         (
@@ -138,7 +199,10 @@ def write_ledger(spark: SparkSession, table: str, topic: str, entries: list[Ledg
         )
         for e in entries
     ]
-    _overwrite_topic(spark, table, topic, rows, LEDGER_COLUMNS)
+    if len({e.batch_id for e in entries}) != 1:
+        raise ValueError("ledger entries are written one batch at a time")
+    written = local_dataframe(spark, rows, LEDGER_COLUMNS)
+    aligned(spark, table, written).write.insertInto(table, overwrite=True)
 
 
 def read_registry(spark: SparkSession, table: str, topic: str) -> list[RegistryEntry]:

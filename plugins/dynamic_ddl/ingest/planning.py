@@ -1,0 +1,149 @@
+"""A batch's schema plan: which table each JSON path goes to, and which new paths get a column.
+
+Pure functions of the registry and the batch's inferred schema (and, once
+the batch is parsed, of how many accepted records carry each new path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, StructType
+
+from dynamic_ddl.ingest.parse import RECORD
+from dynamic_ddl.ingest.raw_rows import (
+    INDEX_COLUMN,
+    OVERFLOW_COLUMN,
+    PARENT_PREFIX,
+    element_leaves,
+    table_leaves,
+)
+from dynamic_ddl.ingest.settings import IngestSettings, dotted
+from dynamic_ddl.ingest.topics import TopicConfig
+from dynamic_ddl.schema.flatten import Leaf, field_at
+from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, assign_column_names, base_column_name
+from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan, plan_schema, spark_type
+
+
+def child_table_names(
+    table: str, paths: list[JsonPath], registry: list[RegistryEntry]
+) -> dict[JsonPath, str]:
+    """The child table of each array path: `schema.raw_device_events__data_media` for `_data.media`.
+
+    Names follow the column rule (naming.py): an array that has a table
+    keeps it; new arrays whose names collide (`media` and `Media`) get a
+    hash suffix, so no two arrays share a table.
+    """
+    schema, bare = table.split(".")
+    prefix = f"{bare}__"
+    existing = {
+        entry.json_keys[: entry.json_keys.index(ELEMENT_KEY)]: entry.table_name[len(prefix) :]
+        for entry in registry
+        if entry.table_name.startswith(prefix) and ELEMENT_KEY in entry.json_keys
+    }
+    names = assign_column_names(paths, existing)
+    return {path: f"{schema}.{prefix}{names[path]}" for path in paths}
+
+
+def pinned_paths(topic: TopicConfig) -> set[JsonPath]:
+    """Paths that always get a column first: the record key, the event time, `pinned_paths`."""
+    return {dotted(path) for path in (*topic.record_key, topic.event_time, *topic.pinned_paths)}
+
+
+def child_leading(topic: TopicConfig) -> list[tuple[str, str]]:
+    """The first columns of every child table: lineage, the parent's record key, the index."""
+    keys = [(PARENT_PREFIX + base_column_name(dotted(path)), "string") for path in topic.record_key]
+    return [
+        ("_source_file", "string"),
+        ("_ingested_at", "timestamp"),
+        *keys,
+        (INDEX_COLUMN, "int"),
+        (OVERFLOW_COLUMN, "map<string,string>"),
+    ]
+
+
+def plan_tables(
+    settings: IngestSettings,
+    registry: list[RegistryEntry],
+    source: StructType,
+    batch_id: str,
+    carried: dict[JsonPath, int] | None = None,
+) -> dict[str, SchemaPlan]:
+    """A schema plan per table the batch writes (the raw table, each child table), by bare name.
+
+    `carried`, once the batch is parsed, counts the accepted records holding
+    a value at each new path: a new path gets a column only if one does,
+    and the cap ranks new paths by it.
+    """
+    parent, children = table_leaves(source)
+    tables = child_table_names(settings.table, [child.path for child in children], registry)
+    leaves_by_table = {bare_name(settings.table): parent}
+    for child in children:
+        leaves_by_table[bare_name(tables[child.path])] = element_leaves(child)
+    known = {entry.json_keys for entry in registry}
+
+    def keep(path: JsonPath) -> bool:
+        return carried is None or path in known or carried.get(path, 0) > 0
+
+    return {
+        name: plan_schema(
+            [e for e in registry if e.table_name == name],
+            [leaf for leaf in leaves if keep(leaf.path)],
+            settings.topic.name,
+            name,
+            batch_id,
+            settings.max_columns,
+            carried,
+            pinned_paths(settings.topic),
+        )
+        for name, leaves in leaves_by_table.items()
+    }
+
+
+def bare_name(table: str) -> str:
+    """`schema.table` -> `table`."""
+    return table.split(".")[1]
+
+
+def parse_types(plans: dict[str, SchemaPlan], source: StructType) -> dict[JsonPath, DataType]:
+    """Types to parse the batch's leaves with: each existing column's type after widening."""
+    parent, children = table_leaves(source)
+    paths = {leaf.path for leaf in parent}
+    paths |= {leaf.path for child in children for leaf in element_leaves(child)}
+    return {
+        entry.json_keys: spark_type(entry.data_type)
+        for plan in plans.values()
+        for entry in plan.entries
+        if entry.json_keys in paths
+    }
+
+
+def holds_value(value: Column, data_type: DataType) -> Column:
+    """Whether a leaf holds a value: not NULL, and for an array not empty ("" is a value)."""
+    if isinstance(data_type, ArrayType):
+        return F.coalesce(F.size(value) > 0, F.lit(False))
+    return value.isNotNull()
+
+
+def _holds_value_at(leaf: Leaf) -> Callable[[Column], Column]:
+    return lambda element: holds_value(field_at(element, leaf.ordinals), leaf.data_type)
+
+
+def value_checks(source: StructType, candidates: set[JsonPath]) -> list[tuple[JsonPath, Column]]:
+    """Per candidate path, whether a line's record (parsed with `source`) holds a value there."""
+    record = F.col(RECORD)
+    parent, children = table_leaves(source)
+    checks: list[tuple[JsonPath, Column]] = [
+        (leaf.path, holds_value(field_at(record, leaf.ordinals), leaf.data_type))
+        for leaf in parent
+        if leaf.path in candidates
+    ]
+    for child in children:
+        array = field_at(record, child.ordinals)
+        for leaf in element_leaves(child):
+            if leaf.path in candidates:
+                holds = F.exists(array, _holds_value_at(leaf))
+                checks.append((leaf.path, F.coalesce(holds, F.lit(False))))
+    return checks

@@ -1,0 +1,119 @@
+"""A staged batch written to its tables: create or widen them, then raw, child and
+quarantine rows, each into the batch's own partitions only."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from dynamic_ddl import steps
+from dynamic_ddl.ingest.bookkeeping import write_quarantine
+from dynamic_ddl.ingest.local_rows import local_dataframe
+from dynamic_ddl.ingest.parse import REJECT_REASON, line_numbers
+from dynamic_ddl.ingest.planning import bare_name, child_leading, child_table_names
+from dynamic_ddl.ingest.raw_rows import (
+    OVERFLOW_COLUMN,
+    BatchContext,
+    child_rows,
+    quarantine_rows,
+    raw_rows,
+    table_leaves,
+)
+from dynamic_ddl.ingest.settings import IngestSettings, dotted
+from dynamic_ddl.ingest.staging import LineCounts
+from dynamic_ddl.ingest.tables import (
+    ensure_table,
+    overwrite_partitions,
+    rewrite_widened,
+    table_exists,
+)
+from dynamic_ddl.ingest.topics import TopicConfig
+from dynamic_ddl.schema.flatten import Leaf
+from dynamic_ddl.schema.naming import base_column_name
+from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan
+
+RAW_LEADING = [
+    ("_source_file", "string"),
+    ("_ingested_at", "timestamp"),
+    ("_raw_json", "string"),
+    (OVERFLOW_COLUMN, "map<string,string>"),
+]
+
+
+def prepare_tables(
+    spark: SparkSession, settings: IngestSettings, plans: dict[str, SchemaPlan]
+) -> None:
+    """Create each table, rewrite it if a column widened, add its new columns."""
+    schema_name = settings.table.split(".")[0]
+    for name, plan in plans.items():
+        table = f"{schema_name}.{name}"
+        leading = RAW_LEADING if table == settings.table else child_leading(settings.topic)
+        widened = {entry.column_name: before for entry, before in plan.widened}
+        if widened and table_exists(spark, table):
+            rewrite_widened(spark, table, leading, plan.entries, widened)
+        ensure_table(spark, table, leading, plan.entries)
+
+
+def write_batch(
+    spark: SparkSession,
+    settings: IngestSettings,
+    context: BatchContext,
+    parsed: DataFrame,
+    counts: LineCounts,
+    source: StructType,
+    plans: dict[str, SchemaPlan],
+    registry: list[RegistryEntry],
+) -> None:
+    """Write the staged batch's raw, child and quarantine rows, each to its own partitions.
+
+    `counts` are the staged lines' counts; quarantined lines are numbered here.
+    """
+    topic = settings.topic
+    event_time = dotted(topic.event_time)
+    entries = plans[bare_name(settings.table)].entries
+    steps.reached("raw.write_raw_rows")
+    overwrite_partitions(
+        spark,
+        settings.table,
+        raw_rows(parsed, context, source, entries, event_time, topic.event_time_format),
+    )
+    parent, children = table_leaves(source)
+    tables = child_table_names(settings.table, [child.path for child in children], registry)
+    for child in children:
+        table = tables[child.path]
+        rows = child_rows(
+            parsed,
+            context,
+            source,
+            child,
+            plans[bare_name(table)].entries,
+            _parent_keys(topic, parent),
+            event_time,
+            topic.event_time_format,
+        )
+        steps.reached("raw.write_child_rows")
+        overwrite_partitions(spark, table, rows)
+    # No pass over the staged lines when none was rejected.
+    rejected = _no_lines(spark)
+    if counts.rejected:
+        rejected = line_numbers(parsed, parsed.where(F.col(REJECT_REASON).isNotNull()))
+    rows = quarantine_rows(rejected, context)
+    steps.reached("raw.write_quarantine")
+    write_quarantine(spark, settings.bookkeeping.quarantine, rows, topic.name, context.batch_id)
+
+
+def _no_lines(spark: SparkSession) -> DataFrame:
+    return local_dataframe(
+        spark, [], f"_source_file string, _line_number bigint, line string, {REJECT_REASON} string"
+    )
+
+
+def _parent_keys(topic: TopicConfig, leaves: list[Leaf]) -> dict[str, Leaf]:
+    """The parent's record-key leaves by their `_parent_` column suffix."""
+    by_path = {leaf.path: leaf for leaf in leaves}
+    return {
+        base_column_name(dotted(path)): by_path[dotted(path)]
+        for path in topic.record_key
+        if dotted(path) in by_path
+    }
