@@ -9,12 +9,13 @@ SETUP_STAMP := $(VENV)/.setup-done
 INBOX := $(CURDIR)/data/inbox
 SAMPLE_EVENTS ?= 2000
 TARGET ?= session
+OVERLAP_RUNS ?= 5
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 DBT := $(BIN)/dbt
 
-.PHONY: help setup data run build docs test fuzz lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
+.PHONY: help setup data run build docs test fuzz soak lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -60,6 +61,10 @@ FUZZ_EXAMPLES ?= 300
 fuzz: setup ## Property tests on many new random inputs (FUZZ_EXAMPLES=300: about an hour)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(BIN)/pytest -p no:cacheprovider \
 		tests/test_fuzz_ingest.py tests/adapter/test_pivot_fuzz.py
+
+soak: setup ## Two whole dbt builds at once on one Thrift server, OVERLAP_RUNS=5 times
+	OVERLAP_RUNS=$(OVERLAP_RUNS) OVERLAP_SEED=$$RANDOM $(BIN)/pytest -p no:cacheprovider \
+		tests/test_project.py -k two_builds_at_once
 
 # Every SQL file we write: models, macros, data tests, the adapter's materializations.
 SQL_PATHS := models macros tests/data_tests plugins/dynamic_ddl/adapter/dynamic_spark/macros

@@ -3,7 +3,8 @@
     last run: for a daily aggregate that must recompute a changed day whole
     (a distinct count cannot be patched), and nothing else. The changed days
     come from `changed_since`, so the model must keep the upstream commit id
-    it saw, as max(_commit_id) per row, in `commit_column`.
+    it saw, as max(_commit_id) per row, in `commit_column`. The days are
+    listed as literals, so only their partitions are read.
 
     Example:
         events as (
@@ -17,11 +18,18 @@
 #}
 {% macro rows_of_changed_days(relation, day_column='event_date', commit_column='_source_commit_id') -%}
     {%- set day = adapter.quote(day_column) -%}
-    select changed_day_rows.*
-    from {{ relation }} as changed_day_rows
-    where changed_day_rows.{{ day }} in (
+    {%- set changed_days -%}
         select distinct {{ day }}
         from {{ relation }}
         where {{ changed_since(relation, column=commit_column) }}
-    )
+    {%- endset -%}
+    select changed_day_rows.*
+    from {{ relation }} as changed_day_rows
+    {#- The days as literals: Spark then reads only their partitions (a unit
+        test's fixture is a CTE, which only the query itself can read). #}
+    {%- if execute and relation.schema %}
+    where {{ adapter.values_in('changed_day_rows.' ~ day, changed_days) }}
+    {%- else %}
+    where changed_day_rows.{{ day }} in ({{ changed_days }})
+    {%- endif %}
 {%- endmacro %}

@@ -1,25 +1,24 @@
 {#
     A filter for the raw batches an incremental model has not taken yet:
-    `<column> > '<newest batch id in this>'` as a literal, so Spark reads only
-    the new `_batch_id` partitions of raw (batch ids sort in time order).
-    `true` on a full build, and without `execute` (parse, lint).
+    `<column> > '<newest batch id in this>'`, and, when `source` is a raw or
+    child table, `<column> <= '<newest batch its ledger committed>'` (a batch
+    another run is still writing waits for the next run). Literals, so Spark
+    reads only the new `_batch_id` partitions of raw (batch ids sort in commit
+    order). The newest id in this is found from this model's last upsert
+    commit, without reading its whole table (dynamic_ddl/landing/batches.py).
+    Only the ledger bound on a full build; `true` without `execute` (parse, lint).
 
     Example:
         select * from {{ ref('raw_app_attributes') }}
-        where {{ unseen_batches() }}
+        where {{ unseen_batches(source=ref('raw_app_attributes')) }}
 
     Arguments:
         column: the batch id column, in raw and in this model, default `_batch_id`
+        source: the raw or child table read (a ref or source), optional
 #}
-{% macro unseen_batches(column='_batch_id') -%}
-    {%- if not (execute and is_incremental()) -%}
+{% macro unseen_batches(column='_batch_id', source=none) -%}
+    {%- if not execute -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- set quoted = adapter.quote(column) -%}
-    {%- set seen = run_query('select max(' ~ quoted ~ ') from ' ~ this).columns[0].values()[0] -%}
-    {%- if seen is none -%}
-        {{ return('true') }}
-    {%- endif -%}
-    {%- set bound = seen if seen is number else dynamic_ddl.pivot_literal(seen | string) -%}
-    {{ return(quoted ~ ' > ' ~ bound) }}
+    {{ return(adapter.unseen_batches_filter(column, this if is_incremental() else none, source)) }}
 {%- endmacro %}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -240,6 +241,65 @@ def test_second_batch_flows_through_incrementally(
         assert recomputed.exceptAll(stored).count() == 0
     finally:
         spark.stop()
+
+
+# `make soak` repeats the overlap with new random offsets; `make test` runs it once.
+OVERLAP_RUNS = int(os.environ.get("OVERLAP_RUNS", "1"))
+OVERLAP_SEED = os.environ.get("OVERLAP_SEED", "2026")
+
+
+@pytest.mark.parametrize("attempt", range(OVERLAP_RUNS))
+def test_two_builds_at_once_on_one_server_equal_one_build(
+    tmp_path, cli_env, thrift_server, thrift_build, attempt
+):
+    """Two `dbt build`s of the whole project, the second started after a random offset,
+    against one Thrift server and one new schema: both pass (the second waits for the
+    first's run lock and says who holds it), every input line is accounted for once
+    (the build's data test), and the production rows equal one build's."""
+    offset = random.Random(f"{OVERLAP_SEED}-{attempt}").uniform(0, 20)
+    inbox = tmp_path / "inbox"
+    add_sample_batch(inbox, 1)  # batch 1 alone, as thrift_build took it
+    schema = f"overlap_{attempt}"
+    env = {
+        **thrift_env(cli_env, thrift_server),
+        "DBT_SCHEMA": schema,
+        "DYNAMIC_DDL_LOCK_WAIT_SECONDS": "900",
+    }
+    variables = json.dumps({"inbox_dir": str(inbox), "print_summary": False})
+    runs = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        command = [str(DBT), "build", "--vars", variables, "--target", "thrift"]
+        command += [
+            "--project-dir",
+            str(PROJECT_ROOT),
+            "--profiles-dir",
+            str(PROJECT_ROOT / "profiles"),
+        ]
+        runs.append(
+            subprocess.Popen(
+                command,
+                cwd=tmp_path / name,
+                # Each run its own target and log folders, as two users' runs have.
+                env={
+                    **env,
+                    "DBT_TARGET_PATH": str(tmp_path / name),
+                    "DBT_LOG_PATH": str(tmp_path / name),
+                },
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+        time.sleep(offset if name == "first" else 0)
+    outputs = [run.communicate(timeout=1200)[0] for run in runs]
+    for run, output in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, f"offset {offset:.1f} s:\n{output[-3000:]}"
+    waited = [
+        output for output in outputs if re.search(r"dbt_run is locked by process \d+", output)
+    ]
+    assert waited, f"neither run waited for the other (offset {offset:.1f} s)"
+    assert checksums(tmp_path, env, "--target", "thrift") == thrift_build["checksums"]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from dynamic_ddl.sql_text import (
     location_clause,
     partition_path,
     partition_spec,
+    partitions_predicate,
     path_values,
     quoted_identifier,
     quoted_table,
@@ -66,14 +67,43 @@ def test_hostile_identifiers_and_partitions(spark):
         f"create table {table} (v int, {quoted_identifier(column)} string) using parquet"
         f" partitioned by ({quoted_identifier(column)})"
     )
-    for value in HOSTILE[:-1]:  # "" is no partition value
-        spark.sql(f"insert into {table} {partition_spec([column], [value])} select 1")
+    for index, value in enumerate(HOSTILE[:-1]):  # "" is no partition value
+        spark.sql(f"insert into {table} {partition_spec([column], [value])} select {index}")
     paths = [row[0] for row in spark.sql(f"show partitions {table}").collect()]
     assert sorted(path_values(p)[0] for p in paths) == sorted(HOSTILE[:-1])
     assert sorted(paths) == sorted(partition_path([column], [v]) for v in HOSTILE[:-1])
+    for chosen in (paths, paths[::2], paths[1:2], []):
+        where = partitions_predicate([column], chosen, "parts")
+        rows = spark.sql(f"select v from {table} as parts where {where}").collect()
+        wanted = {HOSTILE.index(path_values(path)[0]) for path in chosen}
+        assert sorted(row.v for row in rows) == sorted(wanted), where
     for value in HOSTILE[:-1]:
         spark.sql(f"alter table {table} drop {partition_spec([column], [value])}")
     assert spark.table(table).count() == 0
+
+
+def test_partition_predicates_over_two_columns_and_nulls(spark):
+    table = "sql_text_tests.two_parts"
+    spark.sql("create database if not exists sql_text_tests")
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(
+        f"create table {table} (v int, day date, kind string) using parquet"
+        " partitioned by (day, kind)"
+    )
+    spark.sql(
+        f"insert into {table} values (1, date'2026-11-01', \"it's\"),"
+        " (2, date'2026-11-01', null), (3, null, 'a'), (4, date'2026-11-02', 'a')"
+    )
+    paths = sorted(row[0] for row in spark.sql(f"show partitions {table}").collect())
+    for chosen in ([p for p in paths if "HIVE_DEFAULT" in p], paths[:1], paths):
+        where = partitions_predicate(["day", "kind"], chosen)
+        rows = spark.sql(f"select v from {table} where {where}").collect()
+        expected = spark.sql(f"select v from {table}").collect()
+        found = {row.v for row in rows}
+        assert len(found) == len(chosen) and found <= {row.v for row in expected}, where
+    single = partitions_predicate(["day"], ["day=__HIVE_DEFAULT_PARTITION__", "day=2026-11-02"])
+    rows = spark.sql(f"select v from {table} where {single}").collect()
+    assert sorted(row.v for row in rows) == [3, 4]
 
 
 def test_a_hostile_location_and_a_swap(spark, tmp_path):

@@ -24,7 +24,7 @@
             raw_app_attributes.record_value,
             raw_app_attributes._batch_id
         from {{ ref('raw_app_attributes') }} as raw_app_attributes
-        where {{ unseen_batches() }}
+        where {{ unseen_batches(source=ref('raw_app_attributes')) }}
     )
 {%- endset %}
 

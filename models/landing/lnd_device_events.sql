@@ -14,7 +14,7 @@ raw_events as (
 
     select * from {{ raw }}
 
-    where {{ unseen_batches() }}
+    where {{ unseen_batches(source=raw) }}
 
 ),
 

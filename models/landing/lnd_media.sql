@@ -15,7 +15,7 @@ raw_media as (
     {#- The child table raw_device_events writes for its `_data.media` array. #}
     select * from {{ source('ingestion', 'raw_device_events__data_media') }}
 
-    where {{ unseen_batches() }}
+    where {{ unseen_batches(source=source('ingestion', 'raw_device_events__data_media')) }}
 
 ),
 

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
@@ -137,9 +137,13 @@ def held(sql: Sql, table: str, settings: LockSettings | None = None) -> Iterator
         release(sql, table, renewal.holder)
 
 
-def acquire(sql: Sql, table: str, settings: LockSettings) -> Holder:
-    """Take the lock, waiting for a live holder up to `settings.wait_seconds`."""
+def acquire(
+    sql: Sql, table: str, settings: LockSettings, waiting: Callable[[str], None] | None = None
+) -> Holder:
+    """Take the lock, waiting for a live holder up to `settings.wait_seconds`; `waiting`
+    is told once, naming the holder, when this run starts to wait."""
     deadline = time.monotonic() + settings.wait_seconds
+    told = waiting is None
     lock = lock_table(table)
     while True:
         me = Holder.me(settings.lease_seconds)
@@ -160,8 +164,11 @@ def acquire(sql: Sql, table: str, settings: LockSettings) -> Holder:
         if holder is not None and holder.is_stale(time.time()):
             _take_over(sql, lock, holder)
             continue
+        who = holder.describe() if holder else "another run"
+        if not told:
+            waiting(f"{table} is locked by {who}; waiting up to {settings.wait_seconds:.0f} s.")
+            told = True
         if time.monotonic() >= deadline:
-            who = holder.describe() if holder else "another run"
             raise LockTimeout(
                 f"{table} is locked by {who}; waited {settings.wait_seconds:.0f} s. Let that"
                 f" run finish, or raise lock_wait_seconds ({WAIT_ENV}). A killed run's lock is"
@@ -253,32 +260,83 @@ def release(sql: Sql, table: str, holder: Holder) -> None:
         drop_table(sql, lock)
 
 
+def renew(sql: Sql, table: str, holder: Holder, lease_seconds: float, where: str) -> Holder:
+    """Extend `holder`'s lease on `table`'s lock; the holder after. LockLost (saying this
+    run stopped at `where`) when the lease ran out and another run took the lock."""
+    lock = lock_table(table)
+    current = read_holder(sql, lock)
+    if current is None or current.token != holder.token:
+        who = current.describe() if current else "nobody"
+        raise LockLost(
+            f"The lease on {lock} ran out and it is now held by {who}; this run"
+            f" stopped at {where}. Raise {LEASE_ENV} if a step takes longer than the lease."
+        )
+    renewed = Holder(holder.host, holder.pid, holder.token, time.time() + lease_seconds)
+    sql(
+        f"alter table {quoted_table(lock)} set tblproperties ("
+        f"'lease.expires_at' = {string_literal(repr(renewed.expires_at))})"
+    )
+    return renewed
+
+
 class _Renewal:
     """Renews a held lease at protocol steps, once a third of it has passed."""
 
     def __init__(self, sql: Sql, table: str, holder: Holder, lease_seconds: float):
-        self.sql, self.lock, self.holder = sql, lock_table(table), holder
+        self.sql, self.table, self.holder = sql, table, holder
         self.lease_seconds = lease_seconds
         self.renewed_at = time.monotonic()
 
     def on_step(self, step: str) -> None:
         if step.startswith("lock.") or time.monotonic() - self.renewed_at < self.lease_seconds / 3:
             return
-        current = read_holder(self.sql, self.lock)
-        if current is None or current.token != self.holder.token:
-            who = current.describe() if current else "nobody"
-            raise LockLost(
-                f"The lease on {self.lock} ran out and it is now held by {who}; this run"
-                f" stopped at {step}. Raise {LEASE_ENV} if a step takes longer than the lease."
-            )
-        self.holder = Holder(
-            self.holder.host,
-            self.holder.pid,
-            self.holder.token,
-            time.time() + self.lease_seconds,
-        )
-        self.sql(
-            f"alter table {quoted_table(self.lock)} set tblproperties ("
-            f"'lease.expires_at' = {string_literal(repr(self.holder.expires_at))})"
-        )
+        self.holder = renew(self.sql, self.table, self.holder, self.lease_seconds, step)
         self.renewed_at = time.monotonic()
+
+
+RUN_LOCK = "dbt_run"  # a dbt run's lock on its schema: `<schema>.dbt_run__lock`
+
+
+class RunLock:
+    """The lock of a whole `dbt run` or `dbt build` on its schema, from on-run-start to
+    on-run-end: two runs of the project never interleave, whatever their models do
+    (table rebuilds, seeds and hooks hold no lock of their own). The second run waits
+    in on-run-start, then fails naming the holder. A thread renews the lease while the
+    run lasts; `renew_in(fn)` calls `fn` with a Sql that thread may use."""
+
+    def __init__(self, schema: str, settings: LockSettings, renew_in: Callable):
+        self.table = f"{schema}.{RUN_LOCK}"
+        self.settings, self.renew_in = settings, renew_in
+        self.holder: Holder | None = None
+        self.lost: Exception | None = None  # why renewing stopped, if it failed
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self, sql: Sql, waiting: Callable[[str], None] | None = None) -> Holder:
+        self.holder = acquire(sql, self.table, self.settings, waiting)
+        self._thread = threading.Thread(target=self._renew, name="run-lock", daemon=True)
+        self._thread.start()
+        return self.holder
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.settings.lease_seconds / 3):
+            try:
+                self.renew_in(self._renew_with)
+            except Exception as error:  # the run goes on; release() reports it
+                self.lost = error
+                return
+
+    def _renew_with(self, sql: Sql) -> None:
+        holder = self.holder
+        if holder is not None and not self._stop.is_set():
+            self.holder = renew(sql, self.table, holder, self.settings.lease_seconds, "a model")
+
+    def release(self, sql: Sql) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.holder is not None:
+            with _HELD_LOCK:
+                _HELD_TOKENS.discard(self.holder.token)
+            release(sql, self.table, self.holder)
+            self.holder = None

@@ -90,6 +90,41 @@ def partition_spec(columns: Sequence[str], values: Sequence[Any]) -> str:
     return f"partition ({pairs})"
 
 
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # the directory of a NULL partition value
+
+
+def partitions_predicate(columns: Sequence[str], paths: Sequence[str], qualifier: str = "") -> str:
+    """A filter keeping the rows of the partitions at `paths` (partition_path's form), so
+    that Spark reads those partitions only; `false` for none. `qualifier` prefixes the
+    columns (a table or an alias, pasted as given).
+
+    Example:
+        >>> partitions_predicate(["day"], ["day=2026-11-01", "day=__HIVE_DEFAULT_PARTITION__"])
+        "(`day` in ('2026-11-01') or `day` is null)"
+        >>> partitions_predicate(["d", "k"], ["d=1/k=a%2Fb"], "t")
+        "((t.`d` = '1' and t.`k` = 'a/b'))"
+    """
+    if not paths:
+        return "false"
+    prefix = f"{qualifier}." if qualifier else ""
+    names = [prefix + quoted_identifier(column) for column in columns]
+    rows = sorted({tuple(path_values(path)) for path in paths})
+    if len(columns) == 1:
+        listed = [sql_literal(v) for (v,) in rows if v != NULL_PARTITION]
+        terms = [f"{names[0]} in ({', '.join(listed)})"] if listed else []
+        terms += [f"{names[0]} is null"] if len(listed) < len(rows) else []
+        return "(" + " or ".join(terms) + ")"
+
+    def equal(name: str, value: str) -> str:
+        return f"{name} is null" if value == NULL_PARTITION else f"{name} = {sql_literal(value)}"
+
+    terms = [
+        "(" + " and ".join(equal(n, v) for n, v in zip(names, row, strict=True)) + ")"
+        for row in rows
+    ]
+    return "(" + " or ".join(terms) + ")"
+
+
 def partition_path(columns: Sequence[str], values: Sequence[Any]) -> str:
     """The partition's directory path, as Spark names it.
 

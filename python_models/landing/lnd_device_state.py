@@ -18,5 +18,7 @@ def model(dbt, session):
         on_schema_change="append_new_columns",
     )
     landing = str(dbt.this) if dbt.is_incremental else None
-    raw = unseen_batches(session, dbt.ref("raw_device_state"), landing)
+    # Raw and landing share the target's schema (dbt_project.yml sets none of their own).
+    raw_table = f"{dbt.this.schema}.raw_device_state"
+    raw = unseen_batches(session, dbt.ref("raw_device_state"), raw_table, landing)
     return landing_rows(raw, key="serial", event_time="updated_at", buckets=8)

@@ -9,10 +9,11 @@ from typing import Any
 from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark import SparkAdapter
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.artifacts.resources import ColumnInfo
-from dbt_common.exceptions import CompilationError
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dynamic_ddl.adapter.connections import DynamicSparkConnectionManager
 from dynamic_ddl.adapter.discovered_columns import (
@@ -150,6 +151,71 @@ class DynamicSparkAdapter(SparkAdapter):
         return last_commit_id(self._fetch_rows, self._existing_upsert(relation))
 
     @available
+    def hold_run_lock(self, schema: str) -> str:
+        """Take this dbt run's lock on `schema` (locks.RunLock) until release_run_lock,
+        waiting for another run that holds it; who holds it now, as a person reads it."""
+        from dynamic_ddl.locks import LockSettings, LockTimeout, RunLock
+
+        lock = RunLock(schema, LockSettings.from_env(), self._with_own_connection)
+        try:
+            holder = lock.acquire(self._fetch_rows, waiting=_LOGGER.info)
+        except LockTimeout as error:
+            raise DbtRuntimeError(str(error)) from None
+        _RUN_LOCKS[schema] = lock
+        return holder.describe()
+
+    @available
+    def release_run_lock(self, schema: str) -> None:
+        """Release this run's lock on `schema`, if it holds it."""
+        lock = _RUN_LOCKS.pop(schema, None)
+        if lock is None:
+            return
+        lock.release(self._fetch_rows)
+        if lock.lost is not None:
+            _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
+
+    def _with_own_connection(self, work: Any) -> None:
+        """Call `work` with a Sql on a connection of the calling thread (the lock's
+        renewal thread has none of dbt's)."""
+        with self.connection_named("dynamic_ddl_run_lock"):
+            work(self._fetch_rows)
+
+    @available
+    def unseen_batches_filter(self, column: str, this: Any, source: Any) -> str:
+        """The filter for raw batches `this` has not taken (landing/batches.py); `this`
+        None on a full build, `source` the raw or child table read, if known."""
+        from dynamic_ddl.landing.batches import unseen_batches_filter
+
+        return unseen_batches_filter(
+            self._fetch_rows,
+            column,
+            _table_name(this) if this is not None else None,
+            _table_name(source) if getattr(source, "schema", None) else None,  # not a CTE
+        )
+
+    @available
+    def changed_since_filter(self, relation: Any, this: Any, column: str) -> str:
+        """The filter on an upsert table's rows changed since `this` (None on a full build)
+        stored the newest `column` (upsert/increments.py)."""
+        from dynamic_ddl.upsert.increments import changed_since_filter, greatest_value
+        from dynamic_ddl.upsert.spec import UpsertSpec
+
+        seen = None
+        if this is not None:
+            seen = greatest_value(self._fetch_rows, UpsertSpec(_table_name(this)), column)
+        upstream = self._existing_upsert(relation)
+        return changed_since_filter(self._fetch_rows, upstream, str(relation), seen)
+
+    @available
+    def values_in(self, expression: str, query: str) -> str:
+        """`<expression> in (...)` with the values `query` returns, as literals, so Spark
+        prunes partitions by them; `false` when it returns none."""
+        from dynamic_ddl.sql_text import sql_literal
+
+        values = sorted({sql_literal(row[0]) for row in self._fetch_rows(query)})
+        return f"{expression} in ({', '.join(values)})" if values else "false"
+
+    @available
     def drop_upsert_table(self, target: Any) -> None:
         """Drop an upsert table with its version store and its commit log (a full refresh)."""
         from dynamic_ddl.upsert.protocol import drop_upsert_table
@@ -210,6 +276,10 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.spec import UpsertSpec
 
         return UpsertSpec.of_table(self._fetch_rows, f"{relation.schema}.{relation.identifier}")
+
+
+_LOGGER = AdapterLogger("dynamic_spark")
+_RUN_LOCKS: dict[str, Any] = {}  # schema -> the RunLock this process holds on it
 
 
 def _table_name(relation: Any) -> str:

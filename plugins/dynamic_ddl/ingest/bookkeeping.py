@@ -25,13 +25,14 @@ from dynamic_ddl.catalog import (
     recover_swap,
     spark_sql,
     swap_in,
+    table_exists,
 )
 from dynamic_ddl.ingest.ledger import LedgerEntry
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.tables import aligned
 from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.schema.registry import RegistryEntry
-from dynamic_ddl.sql_text import partition_spec, quoted_identifier, string_literal
+from dynamic_ddl.sql_text import partition_spec, quoted_identifier, sql_literal, string_literal
 
 LEDGER_COLUMNS = (
     "path string, size_bytes bigint, modified_at double, checksum string, line_count bigint, "
@@ -263,3 +264,30 @@ def write_quarantine(
     partition = partition_spec(["topic", "batch_id"], [topic, batch_id])
     spark.sql(f"alter table {table} drop if exists {partition}")
     aligned(spark, table, rows).write.insertInto(table, overwrite=True)
+
+
+def newest_committed_batch(sql: Sql, table: str) -> tuple[bool, str | None]:
+    """Whether `table` (`schema.name`) is a raw or child table the registry knows, and
+    the newest batch id its topic's ledger has committed (None before the first).
+
+    A batch's rows are visible before its ledger entry is committed: a reader in
+    another run bounds itself by this, so it never takes half of a batch that is
+    still being written.
+    """
+    schema, name = table.split(".")
+    tables = BookkeepingTables.in_schema(schema)
+    if not (table_exists(sql, tables.registry) and table_exists(sql, tables.ledger)):
+        return False, None
+    topics = [
+        row[0]
+        for row in sql(
+            f"select distinct topic from {tables.registry} where table_name = {sql_literal(name)}"
+        )
+    ]
+    if not topics:
+        return False, None
+    (row,) = sql(
+        f"select max(batch_id) from {tables.ledger} where state = 'committed'"
+        f" and topic in ({', '.join(sql_literal(topic) for topic in topics)})"
+    )
+    return True, row[0]

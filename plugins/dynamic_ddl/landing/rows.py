@@ -9,6 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.landing.batches import unseen_batches_filter
 from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.sql_text import quoted_identifier
 
@@ -16,16 +18,18 @@ from dynamic_ddl.sql_text import quoted_identifier
 RAW_ONLY = ("_raw_json", "_overflow", "_ingested_at", "_event_date", "_source_file")
 
 
-def unseen_batches(spark: SparkSession, raw: DataFrame, landing: str | None) -> DataFrame:
-    """The raw rows of batches the landing table has not taken yet.
+def unseen_batches(
+    spark: SparkSession, raw: DataFrame, raw_table: str, landing: str | None
+) -> DataFrame:
+    """The rows of `raw` (the table `raw_table`) of batches the landing table has not
+    taken yet, and the raw ledger has committed (landing/batches.py).
 
-    Reads only the new `_batch_id` partitions of raw (batch ids sort in time
-    order); everything on the first build, when `landing` is None.
+    Reads only the new `_batch_id` partitions of raw; every committed batch on
+    the first build, when `landing` is None.
     """
-    if landing is None:
-        return raw
-    seen = spark.table(landing).agg(F.max("_batch_id")).first()[0]
-    return raw if seen is None else raw.where(F.col("_batch_id") > F.lit(seen))
+    return raw.where(
+        F.expr(unseen_batches_filter(spark_sql(spark), "_batch_id", landing, raw_table))
+    )
 
 
 def landing_rows(

@@ -92,6 +92,20 @@ def committed(state: TableState, entry: LogEntry) -> TableState:
     return TableState(versions, done, None, last_id, state.entries + 2)
 
 
+def changed_partitions(state: TableState, since: str) -> list[str]:
+    """Paths of the partitions that changed after commit `since`: those reading a newer
+    version. A row's commit id is never newer than its partition's version, so rows
+    with `_commit_id > since` are in these partitions only (a compacted log still
+    knows every partition's version).
+
+    Example:
+        >>> state = TableState({"d=1": "3", "d=2": "5", "d=3": "7"})
+        >>> changed_partitions(state, "4")
+        ['d=2', 'd=3']
+    """
+    return sorted(path for path, version in state.versions.items() if version > since)
+
+
 def replay(entries: Iterable[LogEntry]) -> TableState:
     """The table's state after the log's entries, in commit order.
 

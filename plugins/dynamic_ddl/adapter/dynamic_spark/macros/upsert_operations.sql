@@ -7,6 +7,9 @@
     finished commit, read once per run), and on an incremental run only those
     after the newest `_commit_id` this model has stored. So the model must
     carry `_commit_id` along (the upstream's, or max(_commit_id) per group).
+    Neither table is read whole: the filter lists the upstream partitions
+    that changed, and the newest id stored is read from this model's last
+    commit (dynamic_ddl/upsert/increments.py).
 
     Example:
         select device_id, state, _commit_id
@@ -25,17 +28,7 @@
     {%- if not execute -%}
         {{- return('true') -}}
     {%- endif -%}
-    {%- set last = adapter.last_commit_id(relation) -%}
-    {%- if last is none -%}
-        {{- return('false') -}}
-    {%- endif -%}
-    {%- set upstream = relation ~ '.' ~ adapter.quote('_commit_id') -%}
-    {%- set bound = upstream ~ " <= '" ~ last ~ "'" -%}
-    {%- if is_incremental() -%}
-        {%- set seen = 'select coalesce(max(' ~ adapter.quote(column) ~ "), '') from " ~ this -%}
-        {{- return('(' ~ bound ~ ' and ' ~ upstream ~ ' > (' ~ seen ~ '))') -}}
-    {%- endif -%}
-    {{- return('(' ~ bound ~ ')') -}}
+    {{- return(adapter.changed_since_filter(relation, this if is_incremental() else none, column)) -}}
 {% endmacro %}
 
 

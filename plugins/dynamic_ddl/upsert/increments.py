@@ -1,0 +1,69 @@
+"""What an incremental model has not read yet, found without reading whole tables.
+
+An incremental model reads its upstream's new rows only: rows of raw
+batches it has not taken (`unseen_batches`), or rows of upsert commits
+after the newest one it has stored (`changed_since`). Both need the
+greatest value of a column in the model's own table, and `changed_since`
+needs where the upstream's new rows are. Reading a whole column for either
+would make each run cost more as the tables age; the commit log answers
+both from a few partitions:
+
+- the greatest value is in the partitions the model's last commit wrote
+  (that commit's rows came from upstream rows newer than any before), so
+  only that commit's version is read; a table without a last commit (never
+  upserted, or its last commit rolled back) is read whole;
+- the upstream's rows newer than a commit are in the partitions that read
+  a newer version (`commits.changed_partitions`), and the filter lists them
+  so that Spark reads nothing else.
+
+A value found too low only makes the next run read some rows again, which
+an upsert takes as it did the first time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynamic_ddl.catalog import Sql, table_exists
+from dynamic_ddl.sql_text import partitions_predicate, quoted_identifier, quoted_table, sql_literal
+from dynamic_ddl.upsert.commit_log import read_log
+from dynamic_ddl.upsert.commits import TableState, changed_partitions
+from dynamic_ddl.upsert.spec import COMMIT_ID, VERSION, UpsertSpec
+
+# Past this many changed partitions, listing them saves little: the filter is left out.
+MAX_LISTED_PARTITIONS = 1000
+
+
+def table_state(sql: Sql, spec: UpsertSpec) -> TableState:
+    """The table's state from its commit log (empty when the schema has no log)."""
+    return read_log(sql, spec) if table_exists(sql, spec.log) else TableState()
+
+
+def greatest_value(sql: Sql, spec: UpsertSpec, column: str) -> Any:
+    """The greatest value of `column` in the target (None when it has no rows), reading
+    only the version its last commit wrote when there is one."""
+    last = table_state(sql, spec).last_commit
+    source = quoted_table(spec.target)
+    if last is not None:
+        source = f"{quoted_table(spec.versions)} where {VERSION} = {sql_literal(last.commit_id)}"
+    (row,) = sql(f"select max({quoted_identifier(column)}) from {source}")
+    return row[0]
+
+
+def changed_since_filter(sql: Sql, upstream: UpsertSpec, qualifier: str, seen: Any) -> str:
+    """A filter on the upstream's rows (columns prefixed with `qualifier`): those of its
+    commits that are wholly visible and, when `seen` (a commit id) is given, newer
+    than `seen`, in the partitions that hold such rows only. `false` before the
+    upstream's first commit."""
+    state = table_state(sql, upstream)
+    last = max(state.versions.values(), default=None)
+    if last is None:
+        return "false"
+    commit = f"{qualifier}.{quoted_identifier(COMMIT_ID)}"
+    terms = [f"{commit} <= {sql_literal(last)}"]
+    if seen is not None:
+        terms.append(f"{commit} > {sql_literal(str(seen))}")
+        changed = changed_partitions(state, str(seen))
+        if upstream.partition_by and len(changed) <= MAX_LISTED_PARTITIONS:
+            terms.append(partitions_predicate(upstream.partition_by, changed, qualifier))
+    return "(" + " and ".join(terms) + ")"
