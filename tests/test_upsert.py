@@ -41,9 +41,8 @@ def _batch(spark, rows: list[tuple]) -> str:
 
 
 def _rows(spark, table: str) -> list[tuple]:
-    return sorted(
-        tuple(r) for r in spark.sql(f"select day, device, state, log_ts from {table}").collect()
-    )
+    rows = spark.sql(f"select day, device, state, log_ts from {table}").collect()
+    return sorted((tuple(r) for r in rows), key=lambda row: tuple(map(str, row)))
 
 
 def _files(spark, table: str, day: str) -> dict[str, float]:
@@ -233,3 +232,43 @@ def test_a_reader_in_another_session_sees_each_partition_whole(spark, sql):
     assert all(set(counts) == set(days) for counts in seen)  # no partition ever missing
     assert all(count in (50, 80) for counts in seen for count in counts.values())
     assert seen[-1] == {day: 80 for day in days}
+
+
+def test_a_null_partition_is_a_partition_like_any_other(spark, sql):
+    # The stored-rows filter was `day in (null)`, which matches nothing: the second
+    # upsert into the NULL partition wiped it (issue 21, finding 6).
+    spec = _spec("null_day")
+    upsert(sql, spec, _batch(spark, [(None, "a", "on", 1, False), ("d1", "b", "on", 1, False)]))
+    upsert(sql, spec, _batch(spark, [(None, "c", "on", 1, False)]))
+    assert _rows(spark, spec.target) == sorted(
+        [(None, "a", "on", 1), (None, "c", "on", 1), ("d1", "b", "on", 1)],
+        key=lambda row: tuple(map(str, row)),
+    )
+    upsert(sql, spec, _batch(spark, [(None, "a", "off", 2, False), (None, "c", None, 3, True)]))
+    assert _rows(spark, spec.target) == sorted(
+        [(None, "a", "off", 2), ("d1", "b", "on", 1)], key=lambda row: tuple(map(str, row))
+    )
+    rollback_last_commit(sql, spec)
+    assert _rows(spark, spec.target) == sorted(
+        [(None, "a", "on", 1), (None, "c", "on", 1), ("d1", "b", "on", 1)],
+        key=lambda row: tuple(map(str, row)),
+    )
+
+
+def test_a_null_date_partition_too(spark, sql):
+    spec = _spec("null_date")
+    for rows in ([(None, "a", 1), ("2026-11-01", "b", 1)], [(None, "c", 1)], [(None, "a", 2)]):
+        values = ", ".join(
+            f"({'null' if day is None else repr(day)}, '{key}', 'on', {ts}, false)"
+            for day, key, ts in rows
+        )
+        spark.sql(
+            "create or replace temporary view batch as select cast(day as date) as day, device,"
+            f" state, log_ts, gone from values {values} as t(day, device, state, log_ts, gone)"
+        )
+        upsert(sql, spec, "batch")
+    got = spark.sql(f"select cast(day as string), device, log_ts from {spec.target}").collect()
+    assert sorted(map(tuple, got), key=repr) == sorted(
+        [(None, "a", 2), (None, "c", 1), ("2026-11-01", "b", 1)],
+        key=lambda row: tuple(map(str, row)),
+    )

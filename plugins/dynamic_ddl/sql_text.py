@@ -95,32 +95,46 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # the directory of a NULL partiti
 
 def partitions_predicate(columns: Sequence[str], paths: Sequence[str], qualifier: str = "") -> str:
     """A filter keeping the rows of the partitions at `paths` (partition_path's form), so
-    that Spark reads those partitions only; `false` for none. `qualifier` prefixes the
-    columns (a table or an alias, pasted as given).
+    that Spark reads those partitions only; `false` for none (see rows_predicate).
 
     Example:
         >>> partitions_predicate(["day"], ["day=2026-11-01", "day=__HIVE_DEFAULT_PARTITION__"])
         "(`day` in ('2026-11-01') or `day` is null)"
-        >>> partitions_predicate(["d", "k"], ["d=1/k=a%2Fb"], "t")
-        "((t.`d` = '1' and t.`k` = 'a/b'))"
     """
-    if not paths:
+    rows = [tuple(None if v == NULL_PARTITION else v for v in path_values(path)) for path in paths]
+    return rows_predicate(columns, rows, qualifier)
+
+
+def rows_predicate(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], qualifier: str = ""
+) -> str:
+    """A filter keeping rows whose `columns` hold one of `rows` (tuples of values, None
+    matching NULL: a NULL partition is a partition like any other); `false` for none.
+    `qualifier` prefixes the columns (a table or an alias, pasted as given).
+
+    Example:
+        >>> rows_predicate(["day"], [("2026-11-01",), (None,)])
+        "(`day` in ('2026-11-01') or `day` is null)"
+        >>> rows_predicate(["d", "k"], [("1", "a/b"), ("2", None)], "t")
+        "((t.`d` = '1' and t.`k` = 'a/b') or (t.`d` = '2' and t.`k` is null))"
+    """
+    if not rows:
         return "false"
     prefix = f"{qualifier}." if qualifier else ""
     names = [prefix + quoted_identifier(column) for column in columns]
-    rows = sorted({tuple(path_values(path)) for path in paths})
+    unique = sorted({tuple(row) for row in rows}, key=repr)
     if len(columns) == 1:
-        listed = [sql_literal(v) for (v,) in rows if v != NULL_PARTITION]
+        listed = [sql_literal(v) for (v,) in unique if v is not None]
         terms = [f"{names[0]} in ({', '.join(listed)})"] if listed else []
-        terms += [f"{names[0]} is null"] if len(listed) < len(rows) else []
+        terms += [f"{names[0]} is null"] if len(listed) < len(unique) else []
         return "(" + " or ".join(terms) + ")"
 
-    def equal(name: str, value: str) -> str:
-        return f"{name} is null" if value == NULL_PARTITION else f"{name} = {sql_literal(value)}"
+    def equal(name: str, value: Any) -> str:
+        return f"{name} is null" if value is None else f"{name} = {sql_literal(value)}"
 
     terms = [
         "(" + " and ".join(equal(n, v) for n, v in zip(names, row, strict=True)) + ")"
-        for row in rows
+        for row in unique
     ]
     return "(" + " or ".join(terms) + ")"
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from dynamic_ddl.sql_text import quoted_identifier, sql_literal
+from dynamic_ddl.sql_text import quoted_identifier, rows_predicate, sql_literal
 from dynamic_ddl.upsert.commits import commit_time
 from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertSpec
 
@@ -36,6 +34,24 @@ def comparable(column: str, data_type: str) -> str:
     """
     unorderable = "map<" in data_type.lower() or "variant" in data_type.lower()
     return f"to_json({quoted_identifier(column)})" if unorderable else quoted_identifier(column)
+
+
+def replacement_sql(
+    spec: UpsertSpec, source: str, data: list[tuple[str, str]], commit_id: str
+) -> str:
+    """The batch's rows as the new contents of the partitions they fall in, whole
+    (`replace_partitions`): the columns merge_sql gives, every row new."""
+    select_columns = ", ".join(
+        quoted_identifier(c) for c in [*(n for n, _ in data), *spec.partition_by]
+    )
+    new_ts = f"timestamp {sql_literal(commit_time(commit_id).isoformat(sep=' '))}"
+    partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
+    return f"""
+select {select_columns}, {sql_literal(commit_id)} as {quoted_identifier(COMMIT_ID)},
+    {new_ts} as {quoted_identifier(COMMIT_TS)}, false as _deleted, true as _is_new,
+    true as _changes_partition
+from {source}
+distribute by {partitions}"""
 
 
 def merge_sql(
@@ -80,7 +96,8 @@ def merge_sql(
     )
     commit, commit_ts = quoted_identifier(COMMIT_ID), quoted_identifier(COMMIT_TS)
     ordering = quoted_identifier(spec.ordering_field)
-    stored = f"{spec.target} as DBT_INTERNAL_DEST where {among(spec.partition_by, affected)}"
+    touched = rows_predicate(spec.partition_by, affected) if spec.partition_by else "true"
+    stored = f"{spec.target} as DBT_INTERNAL_DEST where {touched}"
     matched = " and ".join(f"({p})" for p in spec.predicates) or "true"
     kept = (
         f"""
@@ -134,19 +151,3 @@ from winners{kept}"""
 select *, max(_is_new) over (partition by {partitions}) as _changes_partition
 from ({merged}
 )"""
-
-
-def among(columns: Sequence[str], values: list[tuple]) -> str:
-    """A filter keeping rows of the given partitions (true for an unpartitioned table)."""
-    if not columns:
-        return "true"
-    key = (
-        f"({', '.join(quoted_identifier(c) for c in columns)})"
-        if len(columns) > 1
-        else quoted_identifier(columns[0])
-    )
-    items = [
-        f"({', '.join(sql_literal(v) for v in row)})" if len(columns) > 1 else sql_literal(row[0])
-        for row in values
-    ]
-    return f"{key} in ({', '.join(items)})"
