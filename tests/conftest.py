@@ -87,7 +87,17 @@ def thrift_server(state_dir: Path):
         driver_memory="2g",
         timeout=240,
     )
-    info = start_server(config)
+    # The server runs in a zone far from UTC (its JVM, its Python): the results must
+    # not depend on it (test_project compares it with the other engines).
+    host_zone = os.environ.get("TZ")
+    os.environ["TZ"] = "America/Los_Angeles"
+    try:
+        info = start_server(config)
+    finally:
+        if host_zone is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = host_zone
     yield info
     stop_server(config.state_dir)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 from pyspark.sql import functions as F
@@ -101,3 +102,36 @@ def test_a_batch_stuck_pending_does_not_look_fresh(spark, inbox, tmp_path, monke
     query = tables["raw_file_ledger"]["config"]["loaded_at_query"]
     loaded_at = spark.sql(query.replace("{{ target.schema }}", "ingest_stuck")).first()[0]
     assert loaded_at == committed_at
+
+
+def test_ingestion_times_are_utc_whatever_the_hosts_zone(spark, tmp_path, monkeypatch):
+    # `_ingested_at` was a naive UTC time that PySpark read as local: on a Berlin host,
+    # 2026-11-01 00:00 UTC was stored as 2026-10-31 23:00 (issue 21, finding 4).
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        inbox = tmp_path / "inbox"
+        (inbox / "zones").mkdir(parents=True)
+        (inbox / "zones" / "a.json").write_text(
+            '{"id": 1, "ts": "2026-11-01T00:00:00Z"}\nnot json\n'
+        )
+        config = {"topic": "zones", "record_key": ["id"], "event_time": "ts"}
+        spark.sql("create database if not exists ingest_zones")
+        before = time.time()
+        ingest_topic(
+            spark,
+            {**config, "inbox_dir": str(inbox), "schema": "ingest_zones", "table": "raw_zones"},
+        )
+        after = time.time()
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    for table, column in (
+        ("raw_zones", "_ingested_at"),
+        ("raw_quarantine", "quarantined_at"),
+        ("raw_file_ledger", "recorded_at"),
+    ):
+        (seconds,) = spark.sql(f"select unix_timestamp({column}) from ingest_zones.{table}").first()
+        assert before - 2 <= seconds <= after + 2, (table, seconds - before)
+    (day,) = spark.sql("select cast(_event_date as string) from ingest_zones.raw_zones").first()
+    assert day == "2026-11-01"

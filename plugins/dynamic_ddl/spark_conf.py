@@ -67,10 +67,13 @@ def engine_settings(state_dir: Path) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
         ),
+        # UTC in the JVM too, whatever the host's zone: what SQL does not take from
+        # spark.sql.session.timeZone (Hive's own conversions, logs) agrees with it.
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={state_dir} -Dderby.stream.error.file={state_dir / 'derby.log'} "
-            f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+            f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Duser.timezone=UTC"
         ),
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.bindAddress": "127.0.0.1",

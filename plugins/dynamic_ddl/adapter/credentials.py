@@ -39,6 +39,9 @@ class DynamicSparkCredentials(SparkCredentials):
             self.host = "localhost"  # dbt-spark requires a host, a session has none
         super().__post_init__()
         self.server_side_parameters["spark.sql.ansi.enabled"] = ansi.lower()
+        # Every target in UTC unless a profile says otherwise: raw `_event_date`,
+        # commit times and `_ingested_at` are UTC, and a day must mean the same day.
+        self.server_side_parameters.setdefault("spark.sql.session.timeZone", "UTC")
         if self.method == SparkConnectionMethod.SESSION:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # bind the embedded JVM locally
             state = (

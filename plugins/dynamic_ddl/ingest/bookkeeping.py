@@ -184,7 +184,7 @@ def write_ledger_batch(
     spark: SparkSession, table: str, topic: str, entries: list[LedgerEntry]
 ) -> None:
     """Replace the ledger partition of the entries' batch (one batch id) with them."""
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = datetime.now(UTC)
     rows = [
         (
             e.path,

@@ -138,7 +138,7 @@ def _record_ledger(spark: SparkSession, settings: IngestSettings, batch: Batch, 
 def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) -> BatchSummary:
     """Ingest one batch of files (see the module docstring for the steps)."""
     topic = settings.topic
-    context = BatchContext(topic.name, batch.batch_id, datetime.now(UTC).replace(tzinfo=None))
+    context = BatchContext(topic.name, batch.batch_id, datetime.now(UTC))
     steps.reached("raw.record_pending")
     _record_ledger(spark, settings, batch, PENDING)
 
