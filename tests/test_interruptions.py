@@ -210,6 +210,20 @@ def _second_commit(spark, schema, inbox):
     _commit(spark, schema, inbox, delete_marker="gone", on_schema_change="append_new_columns")
 
 
+def _replaced_once(spark, schema, inbox):
+    """A `replace_partitions` table with three days, then a recompute of two of them (one
+    loses a key, one gains one)."""
+    _batch(spark, [("a", 1, "d1", "on"), ("b", 1, "d2", "on"), ("c", 1, "d3", "on")])
+    _replace(spark, schema, inbox)
+    _batch(spark, [("a", 2, "d1", "off"), ("d", 2, "d2", "on"), ("e", 2, "d2", "on")])
+
+
+def _replace(spark, schema, inbox):
+    upsert(
+        _sql(spark), UpsertSpec(f"{schema}.target", partition_by=("day",), replace=True), "batch"
+    )
+
+
 def _rollback(spark, schema, inbox):
     """Roll the last commit back, as an operator does: unless the log shows it done (a
     second rollback_last_commit after a finished one fails, saying so)."""
@@ -349,6 +363,8 @@ SCENARIOS = [
         ("upsert.drop_leftovers", "upsert.create"),
     ),
     Scenario("upsert_commit", _two_commits, _second_commit, _partitions_whole),
+    # replace_partitions commits by the same protocol: its own merge, the same steps.
+    Scenario("replace_commit", _replaced_once, _replace, _partitions_whole, ("upsert.",)),
     Scenario("rollback", _committed_twice, _rollback, _partitions_whole, ("rollback.",)),
     Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
     Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),

@@ -1,8 +1,8 @@
+{#- A changed day is recomputed whole and replaces that day's rows: groups an
+    event left are gone, not kept with a stale count (issue 21). #}
 {{ config(
     materialized='incremental',
-    incremental_strategy='upsert',
-    unique_key=['event_date', 'media_type'],
-    ordering_field='_source_commit_id',
+    incremental_strategy='replace_partitions',
     partition_by=['event_date'],
     on_schema_change='append_new_columns'
 ) }}

@@ -318,6 +318,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             delete_marker=options.get("delete_marker"),
             on_schema_change=options.get("on_schema_change") or "ignore",
             predicates=_columns(options.get("incremental_predicates")),
+            replace=options.get("strategy") == "replace_partitions",
         )
         spec.validate()
         return spec

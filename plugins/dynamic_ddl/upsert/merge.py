@@ -36,11 +36,27 @@ def comparable(column: str, data_type: str) -> str:
     return f"to_json({quoted_identifier(column)})" if unorderable else quoted_identifier(column)
 
 
+def fingerprints_sql(
+    spec: UpsertSpec, relation: str, data: list[tuple[str, str]], where: str
+) -> str:
+    """Per partition of `relation` (rows matching `where`): its values, then the number
+    of rows and two sums of row hashes, which equal for two partitions holding the
+    same rows in any order (a multiset's fingerprint; decimal sums cannot overflow)."""
+    partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
+    row = f"struct({', '.join(comparable(n, t) for n, t in data)})"
+    return (
+        f"select {partitions}, count(*), sum(cast(xxhash64({row}) as decimal(38, 0))),"
+        f" sum(cast(hash({row}) as decimal(38, 0))) from {relation} where {where}"
+        f" group by {partitions}"
+    )
+
+
 def replacement_sql(
-    spec: UpsertSpec, source: str, data: list[tuple[str, str]], commit_id: str
+    spec: UpsertSpec, source: str, data: list[tuple[str, str]], commit_id: str, changed: str
 ) -> str:
     """The batch's rows as the new contents of the partitions they fall in, whole
-    (`replace_partitions`): the columns merge_sql gives, every row new."""
+    (`replace_partitions`), for the partitions matching `changed` (the others would
+    get the rows they hold): the columns merge_sql gives, every row new."""
     select_columns = ", ".join(
         quoted_identifier(c) for c in [*(n for n, _ in data), *spec.partition_by]
     )
@@ -51,6 +67,7 @@ select {select_columns}, {sql_literal(commit_id)} as {quoted_identifier(COMMIT_I
     {new_ts} as {quoted_identifier(COMMIT_TS)}, false as _deleted, true as _is_new,
     true as _changes_partition
 from {source}
+where {changed}
 distribute by {partitions}"""
 
 

@@ -9,7 +9,9 @@ A commit (see commits.py for the log, merge.py for the merge):
 
 1. recover: a commit or rollback logged by a killed run is finished;
 2. merge: the batch's latest row per key, against the rows of only the
-   partitions the batch touches (merge.py);
+   partitions the batch touches (merge.py); with `replace` (the
+   `replace_partitions` strategy), the batch's rows are those partitions'
+   new contents, whole;
 3. write the merged rows of the partitions that changed, and only those, as
    a new version in `<table>__versions` (invisible to readers of the table);
    merge and write are one Spark job;
@@ -36,6 +38,7 @@ from dynamic_ddl.sql_text import (
     partition_spec,
     path_values,
     quoted_identifier,
+    rows_predicate,
     sql_literal,
     string_literal,
     unescape_path,
@@ -54,7 +57,7 @@ from dynamic_ddl.upsert.commits import (
     next_commit_id,
     replay,
 )
-from dynamic_ddl.upsert.merge import aligned_source, merge_sql
+from dynamic_ddl.upsert.merge import aligned_source, fingerprints_sql, merge_sql, replacement_sql
 from dynamic_ddl.upsert.spec import (
     COMMIT_ID,
     COMMIT_TS,
@@ -84,7 +87,15 @@ def _commit(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None) -> Co
     affected = _partitions_of(sql, spec, source)
     if not affected:
         return CommitResult(None, 0, 0)
-    merged = merge_sql(spec, source, data_columns, commit_id, affected)
+    if spec.replace:
+        changed = _replaced_partitions(sql, spec, source, data_columns, affected)
+        if not changed:
+            return CommitResult(None, 0, len(affected))
+        merged = replacement_sql(
+            spec, source, data_columns, commit_id, rows_predicate(spec.partition_by, changed)
+        )
+    else:
+        merged = merge_sql(spec, source, data_columns, commit_id, affected)
     steps.reached("upsert.write_versions")
     _write_new_versions(sql, spec, merged, data, commit_id)
     written = _written_paths(sql, spec, commit_id)
@@ -100,6 +111,26 @@ def _commit(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None) -> Co
     write_log(sql, spec, entry)
     finish(sql, spec, entry, state)
     return CommitResult(commit_id, len(changes), len(affected))
+
+
+def _replaced_partitions(
+    sql: Sql, spec: UpsertSpec, source: str, data: list[tuple[str, str]], affected: list[tuple]
+) -> list[tuple]:
+    """The batch's partitions whose rows differ from the stored ones (a rerun of the
+    same recompute changes nothing, as a rerun of an upsert does)."""
+    if not table_exists(sql, spec.target):
+        return affected
+    where = rows_predicate(spec.partition_by, affected)
+    width = len(spec.partition_by)
+
+    def fingerprints(relation: str) -> dict[tuple, tuple]:
+        rows = sql(fingerprints_sql(spec, relation, data, where))
+        return {tuple(row[:width]): tuple(row[width:]) for row in rows}
+
+    incoming, stored = fingerprints(source), fingerprints(spec.target)
+    return [
+        values for values in affected if incoming.get(tuple(values)) != stored.get(tuple(values))
+    ]
 
 
 def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str], commit: str):

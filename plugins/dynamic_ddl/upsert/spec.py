@@ -31,6 +31,9 @@ class UpsertSpec:
     # dbt's incremental_predicates: stored rows failing them take no part in the
     # merge and are kept as they are (the target is aliased DBT_INTERNAL_DEST).
     predicates: tuple[str, ...] = ()
+    # The `replace_partitions` strategy: the batch's rows replace the partitions they
+    # fall in, whole (a recomputed day); no key, no ordering, no merge.
+    replace: bool = False
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
@@ -39,9 +42,20 @@ class UpsertSpec:
 
     def validate(self) -> None:
         """Raise UpsertError, naming the fix, when the config cannot upsert."""
-        if not self.unique_key:
+        if self.replace:
+            if not self.partition_by:
+                raise UpsertError(
+                    f"replace_partitions into {self.target} needs partition_by: the"
+                    " partitions the new rows fall in are the ones replaced (e.g. a day)."
+                )
+            if self.delete_marker or self.predicates:
+                raise UpsertError(
+                    f"replace_partitions into {self.target} replaces partitions whole:"
+                    " delete_marker and incremental_predicates do not apply; remove them."
+                )
+        elif not self.unique_key:
             raise UpsertError(f"Upsert into {self.target} needs unique_key (one or more columns).")
-        if not self.ordering_field:
+        if not self.replace and not self.ordering_field:
             raise UpsertError(
                 f"Upsert into {self.target} needs ordering_field: the column whose greatest"
                 " value wins for a key (e.g. log_ts)."

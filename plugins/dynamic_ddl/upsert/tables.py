@@ -27,7 +27,8 @@ def ensure_tables(
     sql(log_ddl(spec))
     source_columns = [(n, t) for n, t in source_columns if n != spec.delete_marker]
     names = {n.lower() for n, _ in source_columns}
-    for column in (*spec.unique_key, spec.ordering_field, *spec.partition_by):
+    named = (*spec.unique_key, *([spec.ordering_field] if spec.ordering_field else []))
+    for column in (*named, *spec.partition_by):
         if column.lower() not in names:
             raise UpsertError(
                 f"Upsert into {spec.target}: column {column!r} is not in the model's result;"

@@ -7,8 +7,10 @@
     - Python models run for the new rows into `<name>__dbt_tmp`, a real table
       (a Python model may run in another session, which cannot see temp views);
       it is dropped after the merge.
-    - The `upsert` strategy (upsert.sql) commits every build, the first one
-      too, through the copy-on-write protocol, and checks an enforced
+    - The `upsert` and `replace_partitions` strategies (upsert.sql) commit
+      every build, the first one too, through the copy-on-write protocol
+      (replace_partitions: the new rows replace the partitions they fall in,
+      whole), and check an enforced
       contract on every run. A full refresh builds the model's rows into a
       staging table first, so a failing model keeps the table and its
       history; only then are the old table and its versions replaced.
@@ -43,12 +45,14 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {%- if language == 'sql' and config.get('contract').enforced and strategy == 'upsert' -%}
+    {#-- upsert and replace_partitions commit through the copy-on-write protocol. --#}
+    {%- set copy_on_write = strategy in ['upsert', 'replace_partitions'] -%}
+    {%- if language == 'sql' and config.get('contract').enforced and copy_on_write -%}
         {% do dynamic_spark_assert_upsert_contract(compiled_code) %}
     {%- endif -%}
 
     {%- set rebuild = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
-    {%- set upsert_rebuild = strategy == 'upsert' and rebuild and existing_relation is not none -%}
+    {%- set upsert_rebuild = copy_on_write and rebuild and existing_relation is not none -%}
     {%- if upsert_rebuild -%}
         {#-- Build first: a model whose SQL fails leaves the table, its versions and its log. --#}
         {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
@@ -65,7 +69,7 @@
             -- upsert commit {{ commit['commit_id'] }}
         {%- endcall -%}
         {% do adapter.drop_relation(staging_relation) %}
-    {%- elif rebuild and strategy != 'upsert' -%}
+    {%- elif rebuild and not copy_on_write -%}
         {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
         {%- call statement('main', language=language) -%}
             {{ create_table_as(False, staging_relation, compiled_code, language) }}
@@ -79,7 +83,7 @@
         {%- call statement('create_tmp_relation', language=language) -%}
             {{ create_table_as(True, tmp_relation, compiled_code, language) }}
         {%- endcall -%}
-        {%- if strategy == 'upsert' -%}
+        {%- if copy_on_write -%}
             {%- set commit = dynamic_spark_upsert(tmp_relation, target_relation) -%}
             {%- call noop_statement('main', 'UPSERT ' ~ commit['changed_partitions'] ~ ' partitions') -%}
                 -- upsert commit {{ commit['commit_id'] }}

@@ -22,11 +22,23 @@
         on_schema_change: ignore (default), append_new_columns or fail
         incremental_predicates: stored rows failing them (the table is aliased
             DBT_INTERNAL_DEST) take no part in the merge and are kept as they are
+
+    The `replace_partitions` strategy commits the same way, but the model's rows
+    replace the partitions they fall in, whole: a recomputed day is that day's
+    new contents (groups that vanished from it are gone), with rollback and
+    `changed_since` as for upserts. It needs partition_by only.
+
+    Example:
+        {{ config(
+            materialized='incremental',
+            incremental_strategy='replace_partitions',
+            partition_by=['event_date']
+        ) }}
 #}
 
 {#-- dbt-spark's validation, with `upsert` accepted on any file format we write. --#}
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
-    {%- set strategies = ['append', 'merge', 'insert_overwrite', 'microbatch', 'upsert'] -%}
+    {%- set strategies = ['append', 'merge', 'insert_overwrite', 'microbatch', 'upsert', 'replace_partitions'] -%}
     {%- if raw_strategy not in strategies -%}
         {%- do exceptions.raise_compiler_error(
             "Invalid incremental strategy provided: " ~ raw_strategy
@@ -50,6 +62,7 @@
 {#-- Commit `source`'s rows into `target`; returns what the commit did. --#}
 {% macro dynamic_spark_upsert(source, target) %}
     {%- set options = {
+        'strategy': config.get('incremental_strategy'),
         'unique_key': config.get('unique_key'),
         'ordering_field': config.get('ordering_field'),
         'partition_by': config.get('partition_by'),

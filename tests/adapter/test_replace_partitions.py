@@ -1,0 +1,102 @@
+"""The `replace_partitions` strategy through dbt: a recomputed day replaces that day's
+rows whole, so a correction that moves an event between groups leaves no stale count
+and a group that vanished is gone; untouched days keep their files; rollback and
+`changed_since` work as for upserts (issue 21, finding 1)."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.adapter.targets import session_profile
+
+# The days to recompute come from a var here; the project's facts use rows_of_changed_days.
+DAILY = """
+{{ config(materialized='incremental', incremental_strategy='replace_partitions',
+          partition_by=['day']) }}
+select day, firmware, count(*) as events
+from {{ source('feed', 'events') }}
+{% if is_incremental() %}where day in ({{ var('days') }}){% endif %}
+group by day, firmware
+"""
+
+PULLED = """
+{{ config(materialized='incremental', incremental_strategy='append') }}
+select day, firmware, events, _commit_id from {{ ref('daily') }}
+where {{ changed_since(ref('daily')) }}
+"""
+
+SOURCES = """
+sources:
+  - name: feed
+    schema: "{{ target.schema }}"
+    tables:
+      - name: events
+"""
+
+
+class TestReplacePartitions:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"daily.sql": DAILY, "pulled.sql": PULLED, "sources.yml": SOURCES}
+
+    def _daily(self, project) -> list[tuple]:
+        rows = project.run_sql(
+            f"select day, firmware, events from {project.test_schema}.daily order by 1, 2",
+            fetch="all",
+        )
+        return [tuple(r) for r in rows]
+
+    def _load(self, project, events: dict[str, tuple[str, str]]) -> None:
+        """The source's rows: event id -> (day, firmware)."""
+        values = ", ".join(f"('{e}', '{day}', '{fw}')" for e, (day, fw) in events.items())
+        project.run_sql(f"insert overwrite table {project.test_schema}.events values {values}")
+
+    def test_a_recomputed_day_replaces_its_rows_whole(self, project):
+        schema = project.test_schema
+        project.run_sql(
+            f"create table {schema}.events (id string, day string, firmware string) using parquet"
+        )
+        events = {
+            "e1": ("d1", "1.0"),
+            "e2": ("d1", "1.0"),
+            "e3": ("d2", "1.0"),
+            "e4": ("d3", "1.0"),
+        }
+        self._load(project, events)
+        run_dbt(["run"])
+        assert self._daily(project) == [("d1", "1.0", 2), ("d2", "1.0", 1), ("d3", "1.0", 1)]
+        d3_files = project.run_sql(
+            f"select distinct input_file_name() from {schema}.daily where day = 'd3'", fetch="all"
+        )
+
+        # A correction moves e2 to another group of d1; e3's group of d2 vanishes.
+        self._load(project, {**events, "e2": ("d1", "1.1"), "e3": ("d2", "1.1")})
+        run_dbt(["run", "--vars", "{days: \"'d1', 'd2'\"}"])
+        assert self._daily(project) == [
+            ("d1", "1.0", 1),
+            ("d1", "1.1", 1),
+            ("d2", "1.1", 1),
+            ("d3", "1.0", 1),
+        ]
+        assert d3_files == project.run_sql(
+            f"select distinct input_file_name() from {schema}.daily where day = 'd3'", fetch="all"
+        )
+        pulled = project.run_sql(
+            f"select day, firmware, events from {schema}.pulled order by 1, 2, 3", fetch="all"
+        )
+        assert [tuple(r) for r in pulled] == [
+            ("d1", "1.0", 1),  # the replaced days, pulled again
+            ("d1", "1.0", 2),
+            ("d1", "1.1", 1),
+            ("d2", "1.0", 1),
+            ("d2", "1.1", 1),
+            ("d3", "1.0", 1),
+        ]
+
+        run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: daily}"])
+        assert self._daily(project) == [("d1", "1.0", 2), ("d2", "1.0", 1), ("d3", "1.0", 1)]
