@@ -272,3 +272,24 @@ def test_a_null_date_partition_too(spark, sql):
         [(None, "a", 2), (None, "c", 1), ("2026-11-01", "b", 1)],
         key=lambda row: tuple(map(str, row)),
     )
+
+
+def test_partial_updates_keep_the_latest_value_of_each_column(spark, sql):
+    # Pivoted attributes of one (id, time) split across batches: the newer batch's row
+    # carries only its keys; the latest value wins per column, not per row (issue 21,
+    # finding 3). A NULL in a newer row keeps the stored value; a newer value wins.
+    spec = UpsertSpec(f"{SCHEMA}.partial", ("id",), "batch", ("day",), partial_updates=True)
+
+    def batch(rows: list[tuple]) -> str:
+        spark.createDataFrame(
+            rows, "id string, day string, batch int, city string, state string"
+        ).createOrReplaceTempView("batch")
+        return "batch"
+
+    upsert(sql, spec, batch([("u1", "d1", 1, "Berlin", None), ("u2", "d1", 1, "Rome", "RM")]))
+    upsert(sql, spec, batch([("u1", "d1", 2, None, "BE"), ("u2", "d1", 2, "Milan", None)]))
+    upsert(sql, spec, batch([("u1", "d1", 0, "Hamburg", "HH")]))  # older: fills nothing stored
+    rows = spark.sql(f"select id, batch, city, state from {spec.target} order by id").collect()
+    assert [tuple(r) for r in rows] == [("u1", 2, "Berlin", "BE"), ("u2", 2, "Milan", "RM")]
+    unchanged = upsert(sql, spec, batch([("u1", "d1", 2, "Berlin", None)]))
+    assert unchanged.commit_id is None  # nothing new: no commit

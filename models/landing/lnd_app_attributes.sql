@@ -1,7 +1,10 @@
+{#- partial_updates: attributes of one (id, log_ts) split across batches each keep
+    their latest value (a batch's row carries only the keys it sent). #}
 {{ config(
     incremental_strategy='upsert',
     unique_key=['id', 'log_ts'],
     ordering_field='_batch_id',
+    partial_updates=true,
     partition_by=['id_bucket'],
     on_schema_change='append_new_columns'
 ) }}

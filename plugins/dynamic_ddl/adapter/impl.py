@@ -319,6 +319,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             on_schema_change=options.get("on_schema_change") or "ignore",
             predicates=_columns(options.get("incremental_predicates")),
             replace=options.get("strategy") == "replace_partitions",
+            partial_updates=bool(options.get("partial_updates")),
         )
         spec.validate()
         return spec

@@ -71,6 +71,33 @@ where {changed}
 distribute by {partitions}"""
 
 
+def _partial_columns(
+    spec: UpsertSpec, data: list[tuple[str, str]], key: str
+) -> tuple[str, str, str]:
+    """For `partial_updates`: window columns `_latest_<i>` (per key, the value of the
+    newest row holding one, for each data column but the key and the ordering), the
+    output columns taking them, and the merged row's content. Empty strings otherwise."""
+    if not spec.partial_updates:
+        return "", "", ""
+    fixed = {c.lower() for c in [*spec.unique_key, spec.ordering_field]}
+    order = f"struct({quoted_identifier(spec.ordering_field)}, _incoming)"
+    latest, output, content = [], [], []
+    for i, (name, data_type) in enumerate(data):
+        column = quoted_identifier(name)
+        if name.lower() in fixed:
+            output.append(column)
+            content.append(comparable(name, data_type))
+            continue
+        latest.append(
+            f",\n        max_by({column}, if({column} is null, null, {order}))"
+            f" over (partition by {key}) as _latest_{i}"
+        )
+        output.append(f"_latest_{i} as {column}")
+        content.append(comparable(f"_latest_{i}", data_type))
+    output += [quoted_identifier(p) for p in spec.partition_by]
+    return "".join(latest), ", ".join(output), f"struct({', '.join(content)})"
+
+
 def merge_sql(
     spec: UpsertSpec,
     source: str,
@@ -106,6 +133,7 @@ def merge_sql(
     values = [comparable(n, t) for n, t in data]
     content = f"struct({', '.join(values)})"
     tie_break = ", ".join(f"{v} desc" for v in values)
+    latest, output, merged_content = _partial_columns(spec, data, key)
     deleted = (
         f"coalesce(cast({quoted_identifier(spec.delete_marker)} as boolean), false)"
         if spec.delete_marker
@@ -125,6 +153,13 @@ from {stored} and not coalesce({matched}, false)"""
         else ""
     )
     new_ts = f"timestamp {sql_literal(commit_time(commit_id).isoformat(sep=' '))}"
+    if spec.partial_updates:  # a stored winner may take newer values from older rows
+        unchanged = f"not _deleted and {merged_content} <=> _stored_content"
+        stored_kept, is_new = "false", "not _unchanged"
+    else:
+        unchanged = f"_incoming and not _deleted and {content} <=> _stored_content"
+        stored_kept, is_new = "not _incoming", "_incoming and not _unchanged"
+        output = select_columns
     partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
     by_partition = f"\ndistribute by {partitions}" if partitions else ""
     merged = f"""
@@ -147,20 +182,20 @@ ranked as (
         ) as _rank,
         max(if(_incoming, null, {content})) over (partition by {key}) as _stored_content,
         max(if(_incoming, null, {commit})) over (partition by {key}) as _stored_commit,
-        max(if(_incoming, null, {commit_ts})) over (partition by {key}) as _stored_commit_ts
+        max(if(_incoming, null, {commit_ts})) over (partition by {key}) as _stored_commit_ts{latest}
     from candidates
 ),
 winners as (
-    select *, _incoming and not _deleted and {content} <=> _stored_content as _unchanged
+    select *, {unchanged} as _unchanged
     from ranked
     where _rank = 1 and not (_deleted and _stored_content is null)
 )
-select {select_columns},
-    case when not _incoming then {commit} when _unchanged then _stored_commit
+select {output},
+    case when {stored_kept} then {commit} when _unchanged then _stored_commit
         else {sql_literal(commit_id)} end as {commit},
-    case when not _incoming then {commit_ts} when _unchanged then _stored_commit_ts
+    case when {stored_kept} then {commit_ts} when _unchanged then _stored_commit_ts
         else {new_ts} end as {commit_ts},
-    _deleted, _incoming and not _unchanged as _is_new
+    _deleted, {is_new} as _is_new
 from winners{kept}"""
     if not partitions:
         return merged

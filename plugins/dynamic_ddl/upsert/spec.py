@@ -34,6 +34,10 @@ class UpsertSpec:
     # The `replace_partitions` strategy: the batch's rows replace the partitions they
     # fall in, whole (a recomputed day); no key, no ordering, no merge.
     replace: bool = False
+    # Rows that carry some of a key's columns (pivoted attributes split across
+    # batches): per column, the value of the newest row holding one wins, so a NULL
+    # keeps what is stored (as Hudi's partial-update payload).
+    partial_updates: bool = False
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:

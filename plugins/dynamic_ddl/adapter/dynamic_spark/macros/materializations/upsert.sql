@@ -19,6 +19,9 @@
         ordering_field: the greatest value wins for a key, required
         partition_by: partition columns; only partitions holding a changed key are rewritten
         delete_marker: a boolean column; a winning row with true removes its key
+        partial_updates: true when rows carry some of a key's columns (pivoted
+            attributes split across batches): per column, the newest row holding
+            a value wins; a NULL keeps the stored value
         on_schema_change: ignore (default), append_new_columns or fail
         incremental_predicates: stored rows failing them (the table is aliased
             DBT_INTERNAL_DEST) take no part in the merge and are kept as they are
@@ -63,6 +66,7 @@
 {% macro dynamic_spark_upsert(source, target) %}
     {%- set options = {
         'strategy': config.get('incremental_strategy'),
+        'partial_updates': config.get('partial_updates'),
         'unique_key': config.get('unique_key'),
         'ordering_field': config.get('ordering_field'),
         'partition_by': config.get('partition_by'),
