@@ -223,6 +223,18 @@ def test_second_batch_flows_through_incrementally(
         users = spark.sql("select count(*) n, count(theme) themes from engines.dim_users").first()
         assert 0 < users.themes <= users.n
 
+        # A device whose newest state says `deleted` is gone from landing (and so from
+        # dim_devices); every other device is there (issue 21, finding 2).
+        _refresh(spark, "engines.lnd_device_state", "engines.raw_device_state")
+        assert spark.table("engines.raw_device_state").where("deleted").count() > 0
+        newest = spark.sql(
+            "select serial from (select serial, coalesce(deleted, false) as gone, row_number()"
+            " over (partition by serial order by updated_at desc) as newest"
+            " from engines.raw_device_state) where newest = 1 and not gone"
+        )
+        landed = spark.table("engines.lnd_device_state").select("serial")
+        assert newest.exceptAll(landed).count() == 0 and landed.exceptAll(newest).count() == 0
+
         # Only the days with events batch 2 changed (its run's commit) were rewritten ...
         touched = {
             row[0]

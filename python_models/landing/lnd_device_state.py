@@ -2,7 +2,8 @@
 
 Each run takes only the raw batches this table has not seen, and the
 `upsert` strategy keeps the latest `updated_at` per serial, rewriting only
-the serial buckets that change.
+the serial buckets that change. A state with `deleted: true` (a device
+decommissioned) removes the device.
 """
 
 from dynamic_ddl.landing.rows import landing_rows, unseen_batches
@@ -14,6 +15,8 @@ def model(dbt, session):
         incremental_strategy="upsert",
         unique_key="serial",
         ordering_field="updated_at",
+        # The feed sends `deleted: true` for a decommissioned device: its row goes.
+        delete_marker="deleted",
         partition_by=["serial_bucket"],
         on_schema_change="append_new_columns",
     )
@@ -21,4 +24,6 @@ def model(dbt, session):
     # Raw and landing share the target's schema (dbt_project.yml sets none of their own).
     raw_table = f"{dbt.this.schema}.raw_device_state"
     raw = unseen_batches(session, dbt.ref("raw_device_state"), raw_table, landing)
-    return landing_rows(raw, key="serial", event_time="updated_at", buckets=8)
+    return landing_rows(
+        raw, key="serial", event_time="updated_at", buckets=8, delete_marker="deleted"
+    )

@@ -38,17 +38,24 @@ def landing_rows(
     event_time: str,
     buckets: int,
     event_time_format: str | None = None,
+    delete_marker: str | None = None,
 ) -> DataFrame:
     """Raw rows as landing rows: event time typed, a `<key>_bucket` partition, raw-only
-    lineage dropped.
+    lineage dropped, and a boolean `delete_marker` column (false where raw has none:
+    a topic's first batches may not have sent the field yet).
 
     The event time is read as schema/event_time.py reads it; a value it cannot
     read gives NULL (its raw row keeps the text); a row without an event time
     loses to any row with one.
     """
-    kept = [column for column in raw.columns if column not in RAW_ONLY]
+    kept = [column for column in raw.columns if column not in RAW_ONLY and column != delete_marker]
     typed = F.expr(event_timestamp_sql(quoted_identifier(event_time), event_time_format))
-    return raw.select(*kept).select(
+    marker = []
+    if delete_marker is not None:
+        sent = F.col(delete_marker) if delete_marker in raw.columns else F.lit(None)
+        marker = [F.coalesce(sent.cast("boolean"), F.lit(False)).alias(delete_marker)]
+    return raw.select(*kept, *marker).select(
         *[typed.alias(c) if c == event_time else F.col(c) for c in kept],
+        *[F.col(delete_marker)] if delete_marker is not None else [],
         F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int").alias(f"{key}_bucket"),
     )
