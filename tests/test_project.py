@@ -9,10 +9,12 @@ through incrementally on the Thrift server.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -37,6 +39,9 @@ def dbt_cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
+PII_SALT = secrets.token_hex(24)
+
+
 @pytest.fixture(scope="module")
 def cli_env(tmp_path_factory) -> dict[str, str]:
     """A separate state folder: Derby admits one JVM, and this test's is a subprocess."""
@@ -50,6 +55,8 @@ def cli_env(tmp_path_factory) -> dict[str, str]:
             # dbt and its embedded Spark on a host in another zone: every result
             # must equal the UTC one (the cluster runs in the host's zone, UTC here).
             "TZ": "Asia/Kolkata",
+            # A salt of this run's own, searched for in every file dbt writes.
+            "DYNAMIC_DDL_PII_SALT": PII_SALT,
         }
     )
     return env
@@ -437,6 +444,33 @@ DISCOVERED_COLUMN_SHOWN = {
     "model/model.dynamic_ddl.raw_device_events": "data_device_battery_cycle_count",
     "model/model.dynamic_ddl.lnd_app_attributes": "storage_used_gb",
 }
+
+
+def test_the_personal_data_salt_is_in_no_file_dbt_writes(tmp_path, cli_env, embedded_second_batch):
+    """The salt reaches Spark as a session setting only: no compiled SQL, manifest, run
+    result, log or docs page holds it, and production keys are its SHA-256 all the same
+    (issue 21, finding 5)."""
+    folders = [Path(cli_env["DBT_TARGET_PATH"]), Path(cli_env["DBT_LOG_PATH"])]
+    written = [path for folder in folders for path in folder.rglob("*") if path.is_file()]
+    assert any(p.name == "static_index.html" for p in written) and any(
+        p.suffix == ".log" for p in written
+    )
+    holding = [str(p) for p in written if PII_SALT.encode() in p.read_bytes()]
+    assert holding == []
+
+    serials = _query(cli_env, tmp_path, "select serial from analytics.lnd_device_state")
+    keys = _query(cli_env, tmp_path, "select device_key from analytics.dim_devices")
+    salted = {hashlib.sha256((PII_SALT + r["serial"]).encode()).hexdigest() for r in serials}
+    assert salted and {r["device_key"] for r in keys} == salted
+
+
+def test_a_server_target_without_a_salt_refuses_to_mask(tmp_path, cli_env, thrift_server):
+    env = {
+        k: v for k, v in thrift_env(cli_env, thrift_server).items() if k != "DYNAMIC_DDL_PII_SALT"
+    }
+    result = dbt_cli(["compile", "--target", "thrift", "--select", "dim_devices"], tmp_path, env)
+    assert result.returncode != 0
+    assert "set DYNAMIC_DDL_PII_SALT" in result.stdout
 
 
 def test_docs_site_in_headless_chromium(embedded_second_batch):

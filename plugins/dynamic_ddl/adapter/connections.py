@@ -10,6 +10,8 @@ from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnectionMethod
 from dbt.adapters.spark.session import NUMBERS, SessionConnectionWrapper
 
+from dynamic_ddl import pii
+
 
 class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
     """dbt-spark's session wrapper, with bound values rendered as safe SQL literals.
@@ -56,4 +58,11 @@ class DynamicSparkConnectionManager(SparkConnectionManager):
             raise FailedToConnectError(f"{hint}\n({error.msg})") from error
         if isinstance(connection.handle, SessionConnectionWrapper):
             connection.handle = EscapingSessionConnectionWrapper(connection.handle.handle)
+        salt = connection.credentials.pii_salt()
+        if salt is not None:
+            # On the handle itself: dbt logs the statements it runs, and the salt
+            # must be in no file dbt writes (dynamic_ddl/pii.py).
+            # (dbt-spark's wrappers: cursor() returns the wrapper, whose close() would
+            # close the connection; the next statement's cursor() replaces this one.)
+            connection.handle.cursor().execute(pii.declare_salt_sql(salt))
         return connection

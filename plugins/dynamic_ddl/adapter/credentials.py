@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 
-from dynamic_ddl import spark_conf
+from dynamic_ddl import pii, spark_conf
 
 CONNECT_URL_ENV = "DYNAMIC_DDL_CONNECT_URL"
 DEFAULT_CONNECT_PORT = 15002
@@ -50,6 +50,11 @@ class DynamicSparkCredentials(SparkCredentials):
             self.state_dir = str(state)
             defaults = spark_conf.all_settings(state)
             self.server_side_parameters = {**defaults, **self.server_side_parameters}
+
+    def pii_salt(self) -> str | None:
+        """mask_pii's salt for this target (dynamic_ddl/pii.py), None when it has none."""
+        embedded = self.method == SparkConnectionMethod.SESSION
+        return pii.resolve_salt(embedded, Path(self.state_dir) if embedded else None)
 
     @property
     def type(self) -> str:

@@ -151,6 +151,11 @@ class DynamicSparkAdapter(SparkAdapter):
         return last_commit_id(self._fetch_rows, self._existing_upsert(relation))
 
     @available
+    def has_pii_salt(self) -> bool:
+        """Whether this target's sessions hold the personal-data salt (dynamic_ddl/pii.py)."""
+        return self.config.credentials.pii_salt() is not None
+
+    @available
     def hold_run_lock(self, schema: str) -> str:
         """Take this dbt run's lock on `schema` (locks.RunLock) until release_run_lock,
         waiting for another run that holds it; who holds it now, as a person reads it."""
