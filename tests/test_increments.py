@@ -11,13 +11,13 @@ import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import spark_sql
-from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.landing.batches import unseen_batches_filter
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.increments import changed_since_filter, greatest_value
 from dynamic_ddl.upsert.protocol import rollback_last_commit, upsert
 from dynamic_ddl.upsert.spec import UpsertSpec
+from tests.test_hostile_inbox import ingest, write_lines
 
 SCHEMA = "increments"
 
@@ -77,30 +77,21 @@ def test_the_newest_value_is_read_from_the_last_commit_only(spark, schema):
 
 def test_a_batch_still_being_written_is_not_taken(spark, schema, tmp_path: Path):
     inbox = tmp_path / "inbox"
-    config = {
-        "topic": "feed",
-        "record_key": ["id"],
-        "event_time": "ts",
-        "inbox_dir": str(inbox),
-        "schema": schema,
-        "table": "raw_feed",
-    }
-    (inbox / "feed").mkdir(parents=True)
-    (inbox / "feed" / "a.json").write_text('{"id": 1, "ts": "2026-11-01T00:00:00Z"}\n')
-    ingest_topic(spark, config)
-    (inbox / "feed" / "b.json").write_text('{"id": 2, "ts": "2026-11-01T00:00:00Z"}\n')
+    write_lines(inbox, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}'])
+    ingest(spark, schema, inbox)
+    write_lines(inbox, "b.json", ['{"id": 2, "ts": "2026-11-01T00:00:00Z"}'])
 
     def stop_before_commit(step: str) -> None:
         if step == "raw.write_registry":
             raise steps.Interrupted(step)
 
     with pytest.raises(steps.Interrupted), steps.hooked(stop_before_commit):
-        ingest_topic(spark, config)
+        ingest(spark, schema, inbox)
     raw = spark.table(f"{schema}.raw_feed")
     assert raw.count() == 2  # the second batch's rows are visible, its ledger entry pending
     where = unseen_batches_filter(spark_sql(spark), "_batch_id", None, f"{schema}.raw_feed")
     assert [row.id for row in raw.where(where).collect()] == [1]
 
-    ingest_topic(spark, config)  # the rerun commits it: now it is taken
+    ingest(spark, schema, inbox)  # the rerun commits it: now it is taken
     where = unseen_batches_filter(spark_sql(spark), "_batch_id", None, f"{schema}.raw_feed")
     assert sorted(row.id for row in raw.where(where).collect()) == [1, 2]
