@@ -13,7 +13,10 @@ OVERLAP_RUNS ?= 5
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
-DBT := $(BIN)/dbt
+# dbt with the local server's Spark Connect token (new at every thrift-up) in its
+# environment, unless the caller set one; empty when no server runs (session target).
+DBT := SPARK_CONNECT_AUTHENTICATE_TOKEN="$${SPARK_CONNECT_AUTHENTICATE_TOKEN:-$$($(BIN)/python \
+	-m dynamic_ddl.server token 2>/dev/null)}" $(BIN)/dbt
 
 .PHONY: help setup data run build docs test fuzz soak lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
 

@@ -76,8 +76,12 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def thrift_server(state_dir: Path):
-    """One Thrift + Spark Connect server for the whole run, stopped by its PID at the end."""
-    from dynamic_ddl.server import ServerConfig, start_server, stop_server
+    """One Thrift + Spark Connect server for the whole run, stopped by its PID at the end.
+
+    Its Connect token is put in this process's environment, where pyspark (here and in the
+    processes tests start) finds it; dbt profiles pass it explicitly.
+    """
+    from dynamic_ddl.server import TOKEN_ENV, ServerConfig, start_server, stop_server
 
     config = ServerConfig(
         state_dir=state_dir / "server",
@@ -98,7 +102,9 @@ def thrift_server(state_dir: Path):
             del os.environ["TZ"]
         else:
             os.environ["TZ"] = host_zone
+    os.environ[TOKEN_ENV] = info.connect_token
     yield info
+    os.environ.pop(TOKEN_ENV, None)
     stop_server(config.state_dir)
 
 

@@ -103,6 +103,7 @@ def thrift_env(env: dict[str, str], server) -> dict[str, str]:
         **env,
         "SPARK_PORT": str(server.thrift_port),
         "DYNAMIC_DDL_CONNECT_URL": server.connect_url,
+        "SPARK_CONNECT_AUTHENTICATE_TOKEN": server.connect_token,
         "DBT_SCHEMA": "engines",
     }
 

@@ -96,6 +96,7 @@ def project(tmp_path_factory, thrift_server, connect) -> Path:
                   port: {thrift_server.thrift_port}
                   schema: {SCHEMA}
                   connect_url: {thrift_server.connect_url}
+                  connect_token: {thrift_server.connect_token}
                   threads: 1
             """
         )

@@ -18,6 +18,7 @@ def thrift_profile(server) -> dict:
         "user": "dbt",
         "schema": "analytics",
         "connect_url": server.connect_url,
+        "connect_token": server.connect_token,
         "threads": 1,
         "server_side_parameters": {"spark.sql.ansi.enabled": "true"},
     }

@@ -11,6 +11,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentia
 from dynamic_ddl import pii, spark_conf
 
 CONNECT_URL_ENV = "DYNAMIC_DDL_CONNECT_URL"
+CONNECT_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 DEFAULT_CONNECT_PORT = 15002
 
 
@@ -23,11 +24,15 @@ class DynamicSparkCredentials(SparkCredentials):
             metastore (default: $DYNAMIC_DDL_STATE_DIR, else <project>/.local).
         connect_url: thrift target only; the Spark Connect endpoint Python
             models run on (default: $DYNAMIC_DDL_CONNECT_URL, else
-            sc://<host>:15002).
+            sc://localhost:15002 for a local host, else sc://<host>:15002).
+        connect_token: thrift target only; the token Spark Connect demands
+            (default: $SPARK_CONNECT_AUTHENTICATE_TOKEN; `make thrift-up` makes
+            a new one at every start). Never shown by dbt.
     """
 
     state_dir: str | None = None
     connect_url: str | None = None
+    connect_token: str | None = None
 
     def __post_init__(self) -> None:
         # dbt-spark forces ANSI off; we keep what the profile says (default on),
@@ -62,12 +67,21 @@ class DynamicSparkCredentials(SparkCredentials):
 
     @property
     def resolved_connect_url(self) -> str:
-        """The Spark Connect URL Python models use on a non-session target."""
+        """The Spark Connect URL Python models use on a non-session target.
+
+        A local host is named `localhost`: pyspark sends a token without TLS to no other name.
+        """
+        host = "localhost" if self.host in ("127.0.0.1", "::1", "localhost") else self.host
         return (
             self.connect_url
             or os.environ.get(CONNECT_URL_ENV)
-            or f"sc://{self.host}:{DEFAULT_CONNECT_PORT}"
+            or f"sc://{host}:{DEFAULT_CONNECT_PORT}"
         )
+
+    @property
+    def resolved_connect_token(self) -> str | None:
+        """The Spark Connect token: the profile's, else $SPARK_CONNECT_AUTHENTICATE_TOKEN."""
+        return self.connect_token or os.environ.get(CONNECT_TOKEN_ENV) or None
 
     def _connection_keys(self) -> tuple[str, ...]:
         return (*super()._connection_keys(), "state_dir", "connect_url")

@@ -67,25 +67,32 @@ def model_traceback(error: BaseException) -> str:
     return "".join(traceback.format_exception(type(error), error, tb))
 
 
-def open_connect_session(url: str) -> Any:
+def open_connect_session(url: str, token: str | None = None) -> Any:
     """A new Spark Connect session with the project's SQL settings.
 
     New for every model: a server-side session caches file listings, so one
     kept across models would miss files that Thrift statements rewrote since.
+    The token goes to the channel, never into the URL (which errors and logs show).
     """
+    from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     try:
+        channel = DefaultChannelBuilder(url)
+        if token:
+            channel.set(DefaultChannelBuilder.PARAM_TOKEN, token)
         # The Connect builder directly: a classic session may exist in this
         # process (the tests run both targets), and the generic builder refuses.
-        session = ConnectSession.builder.remote(url).create()
+        session = ConnectSession.builder.channelBuilder(channel).create()
         for key, value in spark_conf.session_settings().items():
             session.conf.set(key, value)
     except Exception as error:
         raise DbtRuntimeError(
             f"Cannot reach Spark Connect at {url} to run Python models: {error}\n"
             "Start the local server with `make thrift-up` (it serves Thrift and "
-            "Connect), or set connect_url in the profile / DYNAMIC_DDL_CONNECT_URL."
+            "Connect), or set connect_url in the profile / DYNAMIC_DDL_CONNECT_URL. "
+            "A server that demands a token takes it from connect_token in the profile or "
+            "SPARK_CONNECT_AUTHENTICATE_TOKEN (local server: python -m dynamic_ddl.server token)."
         ) from None
     return session
 
@@ -151,7 +158,9 @@ class ConnectPythonJobHelper(PythonJobHelper):
         self.credentials = credentials
 
     def submit(self, compiled_code: str) -> None:
-        spark = open_connect_session(self.credentials.resolved_connect_url)
+        spark = open_connect_session(
+            self.credentials.resolved_connect_url, self.credentials.resolved_connect_token
+        )
         try:
             with connect_mode(spark):
                 run_model_script(compiled_code, spark, self.parsed_model)

@@ -1,6 +1,9 @@
-"""CLI: python -m dynamic_ddl.server up|down|status [options]
+"""CLI: python -m dynamic_ddl.server up|down|status|token [options]
 
-Exit codes: 0 done (or running, for status), 1 error, 3 not running (status only).
+`token` prints the running server's Spark Connect token, for
+`export SPARK_CONNECT_AUTHENTICATE_TOKEN=$(python -m dynamic_ddl.server token)`.
+
+Exit codes: 0 done (or running, for status), 1 error, 3 not running (status, token).
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from dynamic_ddl.server.local_server import (
     ServerConfig,
     ServerError,
     default_server_state_dir,
+    read_token,
     server_status,
     start_server,
     stop_server,
+    token_path,
 )
 
 EXIT_NOT_RUNNING = 3
@@ -42,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             f"A local Spark Thrift server with Spark Connect in one JVM, bound to {HOST} only."
         ),
     )
-    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("action", choices=["up", "down", "status", "token"])
     parser.add_argument(
         "--state-dir",
         type=Path,
@@ -111,6 +116,11 @@ def up(args: argparse.Namespace) -> int:
         print(f"{where}\nReady in {info.startup_seconds:.1f} s.")
     else:
         print(f"Already running: {where}")
+    print(
+        f"Spark Connect demands the token in {token_path(info.state_dir)}; the Makefile "
+        "passes it on, elsewhere: export SPARK_CONNECT_AUTHENTICATE_TOKEN=$(python -m "
+        "dynamic_ddl.server token)"
+    )
     return 0
 
 
@@ -143,9 +153,20 @@ def status(args: argparse.Namespace) -> int:
     return EXIT_NOT_RUNNING
 
 
+def token(args: argparse.Namespace) -> int:
+    """Print the running server's Spark Connect token; exit 3 if no server runs."""
+    found = server_status(args.state_dir)
+    secret = read_token(args.state_dir) if found.alive else None
+    if secret is None:
+        print(f"not running (state dir {found.state_dir})", file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    print(secret)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    actions = {"up": up, "down": down, "status": status}
+    actions = {"up": up, "down": down, "status": status, "token": token}
     try:
         return actions[args.action](args)
     except ServerError as error:

@@ -9,6 +9,13 @@ Everything the server owns lives under one state folder (default `<root>/.local/
 a Derby metastore of its own: Derby admits one JVM per `metastore_db`):
 
     warehouse/  metastore_db/  derby.log  server.log  server.pid  server.json  server.lock
+    connect.token
+
+Who may connect: Spark Connect demands a token, new at every start, kept in `connect.token`
+(readable by its owner only) and handed to the server in its environment, never on its command
+line. The Thrift port binds 127.0.0.1 and authenticates no one (HiveServer2 `NONE`): any
+process on this host can run SQL there as any user name. Use it on a single-user host, or put
+a server with real authentication (LDAP, Kerberos) behind the thrift target.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -39,6 +47,11 @@ LOG_FILE = "server.log"
 PID_FILE = "server.pid"
 INFO_FILE = "server.json"
 LOCK_FILE = "server.lock"
+TOKEN_FILE = "connect.token"
+# Read by the Spark Connect server and by the pyspark client alike.
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+# pyspark sends a token without TLS only to a host named exactly `localhost`.
+CONNECT_HOST = "localhost"
 
 # Servers this Python process started, kept so they are reaped (and no ResourceWarning about a
 # still-running subprocess is raised when the Popen object would otherwise be dropped).
@@ -82,8 +95,13 @@ class ServerInfo:
 
     @property
     def connect_url(self) -> str:
-        """The Spark Connect address, e.g. `sc://127.0.0.1:15002`."""
-        return f"sc://{self.host}:{self.connect_port}"
+        """The Spark Connect address, e.g. `sc://localhost:15002` (the token goes apart)."""
+        return f"sc://{CONNECT_HOST}:{self.connect_port}"
+
+    @property
+    def connect_token(self) -> str | None:
+        """The token Spark Connect demands from clients, None if its file is gone."""
+        return read_token(Path(self.state_dir))
 
     @property
     def jdbc_url(self) -> str:
@@ -206,6 +224,30 @@ def port_free(port: int, host: str = HOST) -> bool:
     return True
 
 
+def token_path(state_dir: Path) -> Path:
+    """The file holding the running server's Spark Connect token (mode 0600)."""
+    return Path(state_dir) / TOKEN_FILE
+
+
+def write_token(state_dir: Path) -> str:
+    """Make a new random token and keep it where only its owner can read it."""
+    token = secrets.token_urlsafe(32)
+    path = token_path(state_dir)
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token + "\n")
+    return token
+
+
+def read_token(state_dir: Path) -> str | None:
+    """The recorded Spark Connect token, or None."""
+    try:
+        return token_path(state_dir).read_text().strip() or None
+    except OSError:
+        return None
+
+
 def log_tail(path: Path, lines: int = 20) -> str:
     """The last `lines` lines of a text file ('' if it does not exist)."""
     try:
@@ -260,11 +302,17 @@ def build_command(config: ServerConfig, home: Path) -> list[str]:
     return command
 
 
-def build_env(home: Path, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The server's environment: the caller's, with SPARK_HOME and SPARK_LOCAL_IP set."""
+def build_env(
+    home: Path, base: dict[str, str] | None = None, token: str | None = None
+) -> dict[str, str]:
+    """The server's environment: the caller's, with SPARK_HOME, SPARK_LOCAL_IP and the
+    Connect token set (in the environment, so `ps` does not show it)."""
     env = dict(os.environ) if base is None else dict(base)
     env["SPARK_HOME"] = str(home)
     env["SPARK_LOCAL_IP"] = HOST
+    env.pop(TOKEN_ENV, None)
+    if token is not None:
+        env[TOKEN_ENV] = token
     return env
 
 
@@ -329,7 +377,7 @@ def _write_state(info: ServerInfo) -> None:
 
 
 def _clear_state(state_dir: Path) -> None:
-    for path in (pid_path(state_dir), info_path(state_dir)):
+    for path in (pid_path(state_dir), info_path(state_dir), token_path(state_dir)):
         path.unlink(missing_ok=True)
 
 
@@ -487,9 +535,9 @@ def start_server(config: ServerConfig) -> ServerInfo:
         _clear_state(state_dir)  # stale files of a process that is gone
 
         home = spark_home()
-        env = build_env(home)
-        find_java(env)
+        find_java(build_env(home))
         _check_ports_free(config)
+        env = build_env(home, token=write_token(state_dir))
 
         log_file = log_path(state_dir)
         if log_file.exists():
