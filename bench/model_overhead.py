@@ -68,7 +68,7 @@ def write_project(root: Path, state_dir: Path, thrift_port: int, connect_port: i
                     "port": thrift_port,
                     "user": "bench",
                     "schema": "overhead",
-                    "connect_url": f"sc://127.0.0.1:{connect_port}",
+                    "connect_url": f"sc://localhost:{connect_port}",
                     "server_side_parameters": ansi,
                 },
             },
@@ -107,7 +107,7 @@ def measure(root: Path, target: str) -> dict[str, float]:
 
 
 def main() -> dict[str, dict[str, float]]:
-    from dynamic_ddl.server import ServerConfig, start_server, stop_server
+    from dynamic_ddl.server import TOKEN_ENV, ServerConfig, start_server, stop_server
 
     state = spark_conf.default_state_dir() / "bench" / "overhead"
     results = {}
@@ -118,7 +118,8 @@ def main() -> dict[str, dict[str, float]]:
         )
         write_project(root, state, config.thrift_port, config.connect_port)
         results["session"] = measure(root, "session")
-        start_server(config)
+        # dbt finds the server's Connect token where the profile looks for it.
+        os.environ[TOKEN_ENV] = start_server(config).connect_token
         try:
             results["thrift"] = measure(root, "thrift")
         finally:
