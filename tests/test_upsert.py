@@ -94,12 +94,68 @@ def test_ties_within_a_batch_resolve_the_same_whatever_the_input_order(spark, sq
 
 
 def test_a_delete_marker_removes_the_key_and_an_emptied_partition(spark, sql):
-    spec = _spec("deletes")
+    spec = _spec("deletes", tombstone_days=0)
     upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False)]))
     upsert(sql, spec, _batch(spark, [("d1", "a", None, 2, True), ("d2", "b", None, 0, True)]))
-    # b's delete is older than b's row: b stays; a's partition is left empty and dropped.
+    # b's delete is older than b's row: b stays; a's partition is left empty and, with no
+    # delete to remember, dropped.
     assert _rows(spark, spec.target) == [("d2", "b", "on", 1)]
     assert [r[0] for r in sql(f"show partitions {spec.target}")] == ["day=d2"]
+    # Without tombstones a late, older update brings a back (what tombstones prevent).
+    upsert(sql, spec, _batch(spark, [("d1", "a", "late", 1, False)]))
+    assert ("d1", "a", "late", 1) in _rows(spark, spec.target)
+
+
+def test_a_delete_beats_older_updates_that_arrive_later(spark, sql):
+    spec = _spec("tombstones")
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 5, False), ("d1", "b", "on", 5, False)]))
+    upsert(sql, spec, _batch(spark, [("d1", "a", None, 10, True)]))  # delete at t=10
+    assert _rows(spark, spec.target) == [("d1", "b", "on", 5)]
+    # A late update at t=7, and a delete repeated: nothing changes, no commit.
+    late = [("d1", "a", "late", 7, False), ("d1", "a", None, 10, True)]
+    assert upsert(sql, spec, _batch(spark, late)).commit_id is None
+    assert _rows(spark, spec.target) == [("d1", "b", "on", 5)]
+    # An update newer than the delete brings the key back.
+    upsert(sql, spec, _batch(spark, [("d1", "a", "back", 11, False)]))
+    assert _rows(spark, spec.target) == [("d1", "a", "back", 11), ("d1", "b", "on", 5)]
+
+
+def test_a_delete_that_arrives_first_and_empties_a_partition_is_remembered(spark, sql):
+    spec = _spec("early_delete")
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False)]))
+    upsert(sql, spec, _batch(spark, [("d1", "a", None, 2, True), ("d2", "z", None, 9, True)]))
+    assert _rows(spark, spec.target) == []
+    # Both partitions read an empty version and remember their delete, on both
+    # sides of a rollback of a later commit.
+    upsert(sql, spec, _batch(spark, [("d1", "a", "late", 1, False), ("d2", "z", "late", 8, False)]))
+    upsert(sql, spec, _batch(spark, [("d3", "c", "on", 1, False)]))
+    rollback_last_commit(sql, spec)
+    upsert(sql, spec, _batch(spark, [("d1", "a", "late", 1, False), ("d2", "z", "late", 8, False)]))
+    assert _rows(spark, spec.target) == []
+    tombstones = spark.sql(
+        f"select day, device, state, log_ts from {spec.versions} where _version like '%-tombstones'"
+    ).collect()
+    assert sorted(tuple(r) for r in tombstones) == [("d1", "a", None, 2), ("d2", "z", None, 9)]
+
+
+def test_a_delete_is_forgotten_after_its_horizon(spark, sql):
+    from datetime import UTC, datetime
+
+    spec = _spec("horizon", tombstone_days=3)
+    day = datetime(2026, 1, 1, tzinfo=UTC)
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False)]), now=day)
+    upsert(sql, spec, _batch(spark, [("d1", "a", None, 10, True)]), now=day.replace(day=2))
+    upsert(sql, spec, _batch(spark, [("d1", "a", "late", 7, False)]), now=day.replace(day=4))
+    assert _rows(spark, spec.target) == []  # within 3 days of the delete's commit
+    upsert(sql, spec, _batch(spark, [("d1", "a", "later", 8, False)]), now=day.replace(day=6))
+    assert _rows(spark, spec.target) == [("d1", "a", "later", 8)]
+
+
+def test_bad_tombstone_settings_name_the_fix():
+    with pytest.raises(UpsertError, match="whole number of days"):
+        _spec("bad", tombstone_days=-1).validate()
+    with pytest.raises(UpsertError, match="cannot be combined"):
+        _spec("bad", partial_updates=True).validate()
 
 
 def test_only_partitions_with_a_changed_key_are_rewritten(spark, sql):

@@ -140,14 +140,17 @@ def rows_predicate(
 
 
 def partition_path(columns: Sequence[str], values: Sequence[Any]) -> str:
-    """The partition's directory path, as Spark names it.
+    """The partition's directory path, as Spark names it (NULL as NULL_PARTITION).
 
     Example:
         >>> partition_path(["day", "kind"], ["2026-11-01", "a/b"])
         'day=2026-11-01/kind=a%2Fb'
+        >>> partition_path(["day"], [None])
+        'day=__HIVE_DEFAULT_PARTITION__'
     """
     return "/".join(
-        f"{_escape_path(c)}={_escape_path(str(v))}" for c, v in zip(columns, values, strict=True)
+        f"{_escape_path(c)}={NULL_PARTITION if v is None else _escape_path(str(v))}"
+        for c, v in zip(columns, values, strict=True)
     )
 
 

@@ -312,8 +312,9 @@ def _columns(value: Any) -> tuple[str, ...]:
 def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
     """An UpsertSpec from a relation and the model's config values; bad config is a
     compilation error naming the fix."""
-    from dynamic_ddl.upsert.spec import UpsertError, UpsertSpec
+    from dynamic_ddl.upsert.spec import DEFAULT_TOMBSTONE_DAYS, UpsertError, UpsertSpec
 
+    days = options.get("tombstone_days")
     try:
         spec = UpsertSpec(
             target=f"{target.schema}.{target.identifier}",
@@ -325,6 +326,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             predicates=_columns(options.get("incremental_predicates")),
             replace=options.get("strategy") == "replace_partitions",
             partial_updates=bool(options.get("partial_updates")),
+            tombstone_days=DEFAULT_TOMBSTONE_DAYS if days is None else days,
         )
         spec.validate()
         return spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dynamic_ddl.sql_text import quoted_identifier, rows_predicate, sql_literal
 from dynamic_ddl.upsert.commits import commit_time
-from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertSpec
+from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, VERSION, UpsertSpec
 
 
 def aligned_source(
@@ -60,7 +60,7 @@ def replacement_sql(
     select_columns = ", ".join(
         quoted_identifier(c) for c in [*(n for n, _ in data), *spec.partition_by]
     )
-    new_ts = f"timestamp {sql_literal(commit_time(commit_id).isoformat(sep=' '))}"
+    new_ts = _commit_ts_literal(commit_id)
     partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
     return f"""
 select {select_columns}, {sql_literal(commit_id)} as {quoted_identifier(COMMIT_ID)},
@@ -98,12 +98,34 @@ def _partial_columns(
     return "".join(latest), ", ".join(output), f"struct({', '.join(content)})"
 
 
+def stored_tombstones(
+    spec: UpsertSpec, select_columns: str, commit_id: str, tombstones: list[tuple]
+) -> str:
+    """A union branch of the merge's candidates: the remembered deletes of the
+    partitions the batch touches (`tombstones`: their values, then the tombstone
+    version of the version each partition reads), within the horizon."""
+    if not spec.keeps_tombstones or not tombstones:
+        return ""
+    commit, commit_ts = quoted_identifier(COMMIT_ID), quoted_identifier(COMMIT_TS)
+    where = rows_predicate([*spec.partition_by, VERSION], tombstones)
+    horizon = f"{_commit_ts_literal(commit_id)} - interval {int(spec.tombstone_days)} days"
+    return f"""
+        union all
+        select {select_columns}, {commit}, {commit_ts}, true as _deleted, false as _incoming
+        from {spec.versions} where {where} and {commit_ts} >= {horizon}"""
+
+
+def _commit_ts_literal(commit_id: str) -> str:
+    return f"timestamp {sql_literal(commit_time(commit_id).isoformat(sep=' '))}"
+
+
 def merge_sql(
     spec: UpsertSpec,
     source: str,
     data: list[tuple[str, str]],
     commit_id: str,
     affected: list[tuple],
+    tombstones: list[tuple] = (),
 ) -> str:
     """The winners of the batch against the stored rows of the partitions it touches.
 
@@ -114,8 +136,11 @@ def merge_sql(
     (cheaper than shuffling a JSON text of each row; maps and variants as
     JSON).
     An incoming winner identical to the stored row keeps the stored row (and
-    its commit); an incoming delete marker removes a stored key and is
-    ignored for a key never stored. `affected` lists the batch's partitions
+    its commit); an incoming delete marker removes a stored key. With
+    tombstones (`spec.keeps_tombstones`) a winning delete stays as a row with
+    `_deleted` (stored as the partition's tombstone version), so it also
+    beats older rows of later batches; without, a delete of a key never
+    stored is ignored. `affected` lists the batch's partitions
     (values), a literal filter so the target's other partitions are never
     listed or read; stored rows failing the spec's predicates are kept as
     they are. Columns: the target's, plus `_is_new` (the row changes the
@@ -152,14 +177,35 @@ from {stored} and not coalesce({matched}, false)"""
         if spec.predicates
         else ""
     )
-    new_ts = f"timestamp {sql_literal(commit_time(commit_id).isoformat(sep=' '))}"
+    new_ts = _commit_ts_literal(commit_id)
+    remembered = stored_tombstones(spec, select_columns, commit_id, list(tombstones))
+    stored_delete, same_delete = "", "false"
+    if spec.keeps_tombstones:  # a delete repeated in a later batch changes nothing
+        stored_delete = (
+            f",\n        max(if(not _incoming and _deleted, named_struct('o', {ordering},"
+            f" 'c', {commit}, 't', {commit_ts}), null)) over (partition by {key})"
+            " as _stored_delete"
+        )
+        same_delete = (
+            f"_incoming and _deleted and _stored_content is null"
+            f" and {ordering} <=> _stored_delete.o"
+        )
     if spec.partial_updates:  # a stored winner may take newer values from older rows
         unchanged = f"not _deleted and {merged_content} <=> _stored_content"
         stored_kept, is_new = "false", "not _unchanged"
     else:
-        unchanged = f"_incoming and not _deleted and {content} <=> _stored_content"
+        unchanged = (
+            f"(_incoming and not _deleted and {content} <=> _stored_content) or ({same_delete})"
+        )
         stored_kept, is_new = "not _incoming", "_incoming and not _unchanged"
         output = select_columns
+    kept_commit = (
+        "coalesce(_stored_commit, _stored_delete.c)" if stored_delete else "_stored_commit"
+    )
+    kept_ts = (
+        "coalesce(_stored_commit_ts, _stored_delete.t)" if stored_delete else "_stored_commit_ts"
+    )
+    forgotten = "" if spec.keeps_tombstones else " and not (_deleted and _stored_content is null)"
     partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
     by_partition = f"\ndistribute by {partitions}" if partitions else ""
     merged = f"""
@@ -171,7 +217,7 @@ candidates as (
         from {source}
         union all
         select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _incoming
-        from {stored} and {matched}
+        from {stored} and {matched}{remembered}
     ){by_partition}
 ),
 ranked as (
@@ -180,20 +226,23 @@ ranked as (
             partition by {key}
             order by {ordering} desc nulls last, _incoming desc, {tie_break}
         ) as _rank,
-        max(if(_incoming, null, {content})) over (partition by {key}) as _stored_content,
-        max(if(_incoming, null, {commit})) over (partition by {key}) as _stored_commit,
-        max(if(_incoming, null, {commit_ts})) over (partition by {key}) as _stored_commit_ts{latest}
+        max(if(_incoming or _deleted, null, {content})) over (partition by {key})
+            as _stored_content,
+        max(if(_incoming or _deleted, null, {commit})) over (partition by {key})
+            as _stored_commit,
+        max(if(_incoming or _deleted, null, {commit_ts})) over (partition by {key})
+            as _stored_commit_ts{stored_delete}{latest}
     from candidates
 ),
 winners as (
     select *, {unchanged} as _unchanged
     from ranked
-    where _rank = 1 and not (_deleted and _stored_content is null)
+    where _rank = 1{forgotten}
 )
 select {output},
-    case when {stored_kept} then {commit} when _unchanged then _stored_commit
+    case when {stored_kept} then {commit} when _unchanged then {kept_commit}
         else {sql_literal(commit_id)} end as {commit},
-    case when {stored_kept} then {commit_ts} when _unchanged then _stored_commit_ts
+    case when {stored_kept} then {commit_ts} when _unchanged then {kept_ts}
         else {new_ts} end as {commit_ts},
     _deleted, {is_new} as _is_new
 from winners{kept}"""

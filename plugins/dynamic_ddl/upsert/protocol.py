@@ -62,10 +62,12 @@ from dynamic_ddl.upsert.spec import (
     COMMIT_ID,
     COMMIT_TS,
     EMPTY,
+    TOMBSTONES,
     VERSION,
     CommitResult,
     UpsertError,
     UpsertSpec,
+    tombstone_version,
 )
 from dynamic_ddl.upsert.tables import ensure_tables
 
@@ -95,11 +97,18 @@ def _commit(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None) -> Co
             spec, source, data_columns, commit_id, rows_predicate(spec.partition_by, changed)
         )
     else:
-        merged = merge_sql(spec, source, data_columns, commit_id, affected)
+        tombstones = _tombstone_partitions(spec, state, affected)
+        merged = merge_sql(spec, source, data_columns, commit_id, affected, tombstones)
     steps.reached("upsert.write_versions")
     _write_new_versions(sql, spec, merged, data, commit_id)
     written = _written_paths(sql, spec, commit_id)
-    emptied = _emptied_paths(sql, spec, merged) if spec.delete_marker else set()
+    emptied = set()
+    if spec.keeps_tombstones:  # a partition left with deletes only reads an empty version
+        deletes_only = _written_paths(sql, spec, tombstone_version(commit_id)) - written
+        _add_empty_versions(sql, spec, deletes_only, commit_id)
+        written |= deletes_only
+    elif spec.delete_marker:
+        emptied = _emptied_paths(sql, spec, merged)
     changes = tuple(
         PartitionChange(path, state.versions.get(path), commit_id if path in written else None)
         for path in sorted(written | emptied)
@@ -133,24 +142,60 @@ def _replaced_partitions(
     ]
 
 
+def _tombstone_partitions(spec: UpsertSpec, state: TableState, affected: list[tuple]) -> list:
+    """For the batch's partitions that exist: their values, then the tombstone version
+    of the version each reads (where its remembered deletes are)."""
+    if not spec.keeps_tombstones:
+        return []
+    found = []
+    for values in affected:
+        version = state.versions.get(partition_path(spec.partition_by, values))
+        if version is not None:
+            found.append((*values, tombstone_version(version)))
+    return found
+
+
 def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str], commit: str):
-    """Write every row of each partition the batch changes as the version `commit`.
+    """Write every row of each partition the batch changes as the version `commit`, and
+    its remembered deletes (keys and ordering only) as that version's tombstones.
 
     One job, merge and write; an unpartitioned table computes the merge
     twice (its rows, and whether any is new).
     """
-    columns = ", ".join(
-        quoted_identifier(c) for c in [*data, COMMIT_ID, COMMIT_TS, *spec.partition_by]
-    )
+    lineage = [quoted_identifier(c) for c in [COMMIT_ID, COMMIT_TS, *spec.partition_by]]
+    version = sql_literal(commit)
+    kept = "not _deleted"
+    values = [quoted_identifier(c) for c in data]
+    if spec.keeps_tombstones:
+        named = {c.lower() for c in [*spec.unique_key, spec.ordering_field]}
+        values = [
+            q if c.lower() in named else f"if(_deleted, null, {q}) as {q}"
+            for c, q in zip(data, values, strict=True)
+        ]
+        version = f"if(_deleted, {sql_literal(tombstone_version(commit))}, {version})"
+        kept = "true"
+    columns = ", ".join([*values, *lineage])
     if spec.partition_by:
-        rows = "merged where _changes_partition and not _deleted"
+        rows = f"merged where _changes_partition and {kept}"
     else:
-        rows = "merged where not _deleted and exists (select 1 from merged where _is_new)"
+        rows = f"merged where {kept} and exists (select 1 from merged where _is_new)"
     sql(
         f"with merged as ({merged})"
-        f" insert into {spec.versions} by name select {columns}, {sql_literal(commit)} as {VERSION}"
+        f" insert into {spec.versions} by name select {columns}, {version} as {VERSION}"
         f" from {rows}"
     )
+
+
+def _add_empty_versions(sql: Sql, spec: UpsertSpec, paths: set[str], commit: str) -> None:
+    """An empty version `commit` (a folder) for each partition at `paths`, to point at."""
+    if not paths:
+        return
+    steps.reached("upsert.add_empty_versions")
+    specs = " ".join(
+        partition_spec([*spec.partition_by, VERSION], [*path_values(path), commit])
+        for path in sorted(paths)
+    )
+    sql(f"alter table {spec.versions} add if not exists {specs}")
 
 
 def _emptied_paths(sql: Sql, spec: UpsertSpec, merged: str) -> set[str]:
@@ -268,7 +313,9 @@ def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) 
     for (path,) in sql(f"show partitions {spec.versions}"):
         head, _, version = path.rpartition(f"{VERSION}=")
         partition = head.rstrip("/")
-        if (partition, unescape_path(version)) not in retained:
+        # A version's tombstones go with it.
+        version = unescape_path(version).removesuffix(TOMBSTONES)
+        if (partition, version) not in retained:
             stale.append(path)
     if stale:
         specs = ", ".join(

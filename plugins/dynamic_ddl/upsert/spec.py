@@ -11,6 +11,10 @@ COMMIT_TS = "_commit_ts"
 VERSION = "_version"
 EMPTY = "_empty"  # what a new table points at: no rows until its first commit
 LOG_TABLE = "upsert_commits"
+# A version's deletes (keys and ordering values only) are stored beside its rows as the
+# version `<commit>-tombstones`, which no partition of the table ever reads.
+TOMBSTONES = "-tombstones"
+DEFAULT_TOMBSTONE_DAYS = 30
 ON_SCHEMA_CHANGE = ("ignore", "append_new_columns", "fail")
 
 
@@ -38,6 +42,10 @@ class UpsertSpec:
     # batches): per column, the value of the newest row holding one wins, so a NULL
     # keeps what is stored (as Hudi's partial-update payload).
     partial_updates: bool = False
+    # With a delete_marker: how many days after its commit a delete is remembered, so
+    # that an update older than the delete, arriving later, does not bring the key
+    # back; 0 remembers none (a delete then removes what is stored, nothing more).
+    tombstone_days: int = DEFAULT_TOMBSTONE_DAYS
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
@@ -64,11 +72,27 @@ class UpsertSpec:
                 f"Upsert into {self.target} needs ordering_field: the column whose greatest"
                 " value wins for a key (e.g. log_ts)."
             )
+        if self.partial_updates and self.delete_marker:
+            raise UpsertError(
+                f"Upsert into {self.target}: partial_updates and delete_marker cannot be"
+                " combined (a delete removes the whole key); remove one of them."
+            )
+        days = self.tombstone_days
+        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+            raise UpsertError(
+                f"Upsert into {self.target}: tombstone_days={days!r} must be a whole number"
+                " of days, 0 or more (how long a delete beats older updates arriving late)."
+            )
         if self.on_schema_change not in ON_SCHEMA_CHANGE:
             raise UpsertError(
                 f"on_schema_change={self.on_schema_change!r} is not supported by upsert;"
                 f" use one of {', '.join(ON_SCHEMA_CHANGE)} (Parquet cannot drop columns)."
             )
+
+    @property
+    def keeps_tombstones(self) -> bool:
+        """Whether deletes are remembered (see tombstone_days)."""
+        return bool(self.delete_marker) and self.tombstone_days > 0
 
     @property
     def schema(self) -> str:
@@ -85,6 +109,15 @@ class UpsertSpec:
     @property
     def table_name(self) -> str:
         return self.target.split(".")[1]
+
+
+def tombstone_version(version: str) -> str:
+    """The version holding the deletes of `version` (see TOMBSTONES).
+
+    >>> tombstone_version("20261101000000000000")
+    '20261101000000000000-tombstones'
+    """
+    return version + TOMBSTONES
 
 
 @dataclass(frozen=True)

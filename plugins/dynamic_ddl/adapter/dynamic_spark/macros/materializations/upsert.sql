@@ -19,6 +19,9 @@
         ordering_field: the greatest value wins for a key, required
         partition_by: partition columns; only partitions holding a changed key are rewritten
         delete_marker: a boolean column; a winning row with true removes its key
+        tombstone_days: with delete_marker, how many days after its commit a delete
+            is remembered (default 30): an update older than the delete that
+            arrives later does not bring the key back; 0 remembers none
         partial_updates: true when rows carry some of a key's columns (pivoted
             attributes split across batches): per column, the newest row holding
             a value wins; a NULL keeps the stored value
@@ -71,6 +74,7 @@
         'ordering_field': config.get('ordering_field'),
         'partition_by': config.get('partition_by'),
         'delete_marker': config.get('delete_marker'),
+        'tombstone_days': config.get('tombstone_days'),
         'on_schema_change': config.get('on_schema_change'),
         'incremental_predicates': config.get('predicates') or config.get('incremental_predicates'),
     } -%}
