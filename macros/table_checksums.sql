@@ -11,12 +11,13 @@
     differently may differ in its last bits.
 
     Example:
-        dbt run-operation table_checksums --args '{layer: production}'
+        dbt run-operation table_checksums --args '{layer: landing, exclude: [_batch_id]}'
 
     Arguments:
         layer: the models' folder under models/ (fqn[1]), default `production`
+        exclude: more columns to leave out (e.g. `_batch_id`, new in every build)
 #}
-{% macro table_checksums(layer='production') %}
+{% macro table_checksums(layer='production', exclude=[]) %}
     {%- set checksums = {} -%}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model' and node.fqn[1] == layer
@@ -25,7 +26,7 @@
         {%- if relation is not none -%}
             {%- set hashed = [] -%}
             {%- for column in adapter.get_columns_in_relation(relation)
-                if column.name not in ['_commit_id', '_commit_ts', '_source_commit_id'] -%}
+                if column.name not in ['_commit_id', '_commit_ts', '_source_commit_id'] + exclude -%}
                 {%- do hashed.append(dynamic_ddl.checksum_expression(column)) -%}
             {%- endfor -%}
             {%- set query -%}
