@@ -25,7 +25,9 @@
         {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
         {%- if relation is not none -%}
             {%- set hashed = [] -%}
-            {%- for column in adapter.get_columns_in_relation(relation)
+            {#- By name: a column added to an incremental table comes last, where a
+                build from scratch may place it elsewhere. -#}
+            {%- for column in adapter.get_columns_in_relation(relation) | sort(attribute='name')
                 if column.name not in ['_commit_id', '_commit_ts', '_source_commit_id'] + exclude -%}
                 {%- do hashed.append(dynamic_ddl.checksum_expression(column)) -%}
             {%- endfor -%}

@@ -64,7 +64,10 @@ def test_batch_two_drifts_the_schema(tmp_path, reference):
     by_batch: dict[str, list[dict]] = {"b001": [], "b002": []}
     for path in (tmp_path / "device_events").rglob("part-*"):
         by_batch[path.name.split("-")[1]].extend(_records(_lines_of(path)))
-    first, second = by_batch["b001"], by_batch["b002"]
+    first = by_batch["b001"]
+    # Batch 2's own events (it also sends some of batch 1's again, as they were).
+    second = [r for r in by_batch["b002"] if r["_data"]["event"]["id"].startswith("e2-")]
+    resent = [r for r in by_batch["b002"] if r["_data"]["event"]["id"].startswith("e1-")]
     assert all(isinstance(r["_data"]["record"]["id"], int) for r in first)
     assert all(isinstance(r["_data"]["record"]["id"], str) for r in second)
     assert all("alt_m" in r["_data"]["gps"] for r in first)
@@ -75,6 +78,27 @@ def test_batch_two_drifts_the_schema(tmp_path, reference):
     assert {"theme", "subscription_tier"} <= keys_1  # batch 2's new keys are present overall
     late_day = tmp_path / "device_events" / "dt=2026-11-03"
     assert {p.name.split("-")[1] for p in late_day.iterdir()} == {"b001", "b002"}
+    # Corrections (another firmware, revision 2) and duplicates of batch 1's last day.
+    originals = {r["_data"]["event"]["id"]: r for r in first}
+    corrected = [r for r in resent if r["_data"]["event"].get("revision") == 2]
+    duplicated = [r for r in resent if "revision" not in r["_data"]["event"]]
+    assert corrected and duplicated
+    for record in corrected:
+        original = originals[record["_data"]["event"]["id"]]["_data"]["device"]
+        assert record["_data"]["device"]["firmware"] != original["firmware"]
+    assert all(originals[r["_data"]["event"]["id"]] == r for r in duplicated)
+
+
+def test_batch_two_sends_attributes_of_batch_one_apart(tmp_path, reference):
+    for batch in (1, 2):
+        generate(GeneratorConfig(out_dir=tmp_path, events=400, batch=batch), reference)
+    groups: dict[tuple, dict[str, set]] = {}
+    for path in (tmp_path / "app_attributes").rglob("part-*"):
+        for record in _records(_lines_of(path)):
+            keys = groups.setdefault((record["id"], record["log_ts"]), {})
+            keys.setdefault(path.name.split("-")[1], set()).add(record["record_key"])
+    split = [keys for keys in groups.values() if len(keys) == 2]
+    assert split and all(not keys["b001"] & keys["b002"] for keys in split)
 
 
 def _lines_of(path: Path) -> list[bytes]:

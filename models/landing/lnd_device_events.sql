@@ -1,7 +1,9 @@
+{#- A correction of an event carries a higher revision: it wins in an incremental
+    run and in a build from scratch alike (a batch id would tie there). #}
 {{ config(
     incremental_strategy='upsert',
     unique_key='event_id',
-    ordering_field='_batch_id',
+    ordering_field='event_revision',
     partition_by=['event_date'],
     on_schema_change='append_new_columns'
 ) }}
@@ -35,6 +37,9 @@ typed as (
         cast(raw_events.data_device_battery_charging as boolean) as battery_charging,
         {{ column_or_null(raw, 'data_device_battery_cycle_count', 'int', 'raw_events') }} as battery_cycle_count,
         {{ column_or_null(raw, 'data_network_type', 'string', 'raw_events') }} as network_type,
+        coalesce(
+            {{ column_or_null(raw, 'data_event_revision', 'int', 'raw_events') }}, 1
+        ) as event_revision,
         {{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as logged_at,
         cast({{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as date) as event_date,
         raw_events._batch_id

@@ -4,7 +4,10 @@ Batch 1 is the base shape. Batch 2 and later drift the way real providers do:
 `device_events` gains attributes, turns `_data.record.id` from an int into a
 string, drops `_data.gps.alt_m` and nests deeper; `app_attributes` gains keys;
 `device_state` gains a delete marker. Later batches also carry late events for
-days already delivered. About 0.5% of lines in every file are malformed (see
+days already delivered, and what feeds send about the previous batch's last
+day: corrections of its events (another firmware, `revision: 2`), exact
+duplicates of them, and attributes of its app records sent apart (the same
+`id` and `log_ts`, another key). About 0.5% of lines in every file are malformed (see
 MALFORMED_KINDS); every line is still one line, so line counts stay exact.
 """
 
@@ -15,7 +18,7 @@ import json
 import random
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -41,6 +44,9 @@ EVENT_TYPES = ["power_on", "capture", "capture", "capture", "upload", "error"]
 MEDIA_TYPES = ["video", "photo", "timelapse"]
 BASE_KEYS = ["first_name", "last_name", "city", "state", "email", "language", "app_version"]
 DRIFT_KEYS = ["theme", "notifications_enabled", "subscription_tier", "storage_used_gb"]
+CORRECTED_SHARE = 0.05  # of the previous batch's last-day events, sent again corrected
+DUPLICATED_SHARE = 0.02  # ... sent again unchanged
+SPLIT_SHARE = 0.1  # of its last-day app records, given one more key apart
 
 
 @dataclass(frozen=True)
@@ -175,11 +181,63 @@ def device_event(
     return {"_data": data}
 
 
-def app_attribute_records(
-    rng: random.Random, device: Device, moment: datetime, batch: int
-) -> list[dict]:
-    """Key/value records for one app user; the key set grows in later batches."""
-    values = {
+def corrected_event(rng: random.Random, event: dict, devices: list[Device]) -> dict:
+    """`event` as its provider corrects it: another firmware of the same model (the event
+    moves to another daily group), marked `revision: 2`."""
+    corrected = json.loads(json.dumps(event))
+    device = corrected["_data"]["device"]
+    others = sorted(
+        {d.firmware for d in devices if d.model == device["model"]} - {device["firmware"]}
+    )
+    device["firmware"] = rng.choice(others) if others else device["firmware"] + "-fix"
+    corrected["_data"]["event"]["revision"] = 2
+    return corrected
+
+
+def resent_events(config: GeneratorConfig, devices: list[Device]) -> Iterator[tuple[date, dict]]:
+    """Events of the previous batch's last day sent again: corrected, or duplicated."""
+    if config.batch < 2:
+        return
+    rng = random.Random(f"{config.seed}-{config.batch}-resent")
+    previous = replace(config, batch=config.batch - 1)
+    last_day = batch_days(previous.batch)[-1]
+    for day, event in topic_records("device_events", previous, devices):
+        if day != last_day:
+            continue
+        draw = rng.random()
+        if draw < CORRECTED_SHARE:
+            yield day, corrected_event(rng, event, devices)
+        elif draw < CORRECTED_SHARE + DUPLICATED_SHARE:
+            yield day, event
+
+
+def split_attributes(config: GeneratorConfig, devices: list[Device]) -> Iterator[tuple[date, dict]]:
+    """For some app records of the previous batch's last day, one more key of the same
+    `id` and `log_ts`, sent apart (a pivot row completed by a later batch)."""
+    if config.batch < 2:
+        return
+    rng = random.Random(f"{config.seed}-{config.batch}-split")
+    previous = replace(config, batch=config.batch - 1)
+    last_day = batch_days(previous.batch)[-1]
+    owners = {str(d.owner_id): d for d in devices}
+    groups: dict[tuple[str, str], set[str]] = {}
+    for day, record in topic_records("app_attributes", previous, devices):
+        if day == last_day:
+            groups.setdefault((record["id"], record["log_ts"]), set()).add(record["record_key"])
+    for (owner, log_ts), keys in groups.items():
+        missing = sorted(set(BASE_KEYS + DRIFT_KEYS) - keys)
+        if rng.random() < SPLIT_SHARE and missing:
+            key = rng.choice(missing)
+            value = attribute_values(rng, owners[owner], config.batch)[key]
+            yield (
+                last_day,
+                {"record_key": key, "record_value": value, "id": owner, "log_ts": log_ts},
+            )
+
+
+def attribute_values(rng: random.Random, device: Device, batch: int) -> dict[str, str]:
+    """Every attribute an app user can report, as text."""
+    return {
         "first_name": device.first_name,
         "last_name": device.last_name,
         "city": device.city,
@@ -192,6 +250,13 @@ def app_attribute_records(
         "subscription_tier": rng.choice(["free", "plus", "pro"]),
         "storage_used_gb": str(round(rng.uniform(0, 500), 2)),
     }
+
+
+def app_attribute_records(
+    rng: random.Random, device: Device, moment: datetime, batch: int
+) -> list[dict]:
+    """Key/value records for one app user; the key set grows in later batches."""
+    values = attribute_values(rng, device, batch)
     keys = BASE_KEYS + (DRIFT_KEYS if batch > 1 else [])
     chosen = rng.sample(keys, k=rng.randint(2, 4))
     return [
@@ -247,6 +312,7 @@ def topic_records(
                 day,
                 device_event(rng, rng.choice(devices), _timestamp(rng, day), config.batch, seq),
             )
+        yield from resent_events(config, devices)
     elif topic == "app_attributes":
         for _ in range(max(1, config.events // 4)):
             day = rng.choice(days)
@@ -254,6 +320,7 @@ def topic_records(
                 rng, rng.choice(devices), _timestamp(rng, day), config.batch
             ):
                 yield day, record
+        yield from split_attributes(config, devices)
     elif topic == "device_state":
         for _ in range(max(1, config.events // 4)):
             device = rng.choice(devices[: max(1, len(devices) // 2)])  # few devices, many updates
