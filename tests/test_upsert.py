@@ -138,6 +138,23 @@ def test_a_delete_that_arrives_first_and_empties_a_partition_is_remembered(spark
     assert sorted(tuple(r) for r in tombstones) == [("d1", "a", None, 2), ("d2", "z", None, 9)]
 
 
+def test_a_delete_is_remembered_in_a_boolean_partition(spark, sql):
+    # Spark names a boolean partition `flag=true` where Python says True.
+    spec = UpsertSpec(f"{SCHEMA}.flagged", ("device",), "log_ts", ("flag",), "gone")
+
+    def batch(rows: list[tuple]) -> str:
+        spark.createDataFrame(
+            rows, "flag boolean, device string, log_ts bigint, gone boolean"
+        ).createOrReplaceTempView("batch")
+        return "batch"
+
+    upsert(sql, spec, batch([(True, "a", 1, False), (True, "b", 1, False)]))
+    upsert(sql, spec, batch([(True, "a", 10, True)]))
+    upsert(sql, spec, batch([(True, "a", 7, False)]))  # late, older than the delete
+    rows = spark.sql(f"select device from {spec.target}").collect()
+    assert [r.device for r in rows] == ["b"]
+
+
 def test_a_delete_is_forgotten_after_its_horizon(spark, sql):
     from datetime import UTC, datetime
 

@@ -140,18 +140,24 @@ def rows_predicate(
 
 
 def partition_path(columns: Sequence[str], values: Sequence[Any]) -> str:
-    """The partition's directory path, as Spark names it (NULL as NULL_PARTITION).
+    """The partition's directory path, as Spark names it (NULL as NULL_PARTITION, a
+    boolean as `true`/`false`).
 
     Example:
         >>> partition_path(["day", "kind"], ["2026-11-01", "a/b"])
         'day=2026-11-01/kind=a%2Fb'
-        >>> partition_path(["day"], [None])
-        'day=__HIVE_DEFAULT_PARTITION__'
+        >>> partition_path(["day", "gone"], [None, True])
+        'day=__HIVE_DEFAULT_PARTITION__/gone=true'
     """
     return "/".join(
-        f"{_escape_path(c)}={NULL_PARTITION if v is None else _escape_path(str(v))}"
-        for c, v in zip(columns, values, strict=True)
+        f"{_escape_path(c)}={_path_value(v)}" for c, v in zip(columns, values, strict=True)
     )
+
+
+def _path_value(value: Any) -> str:
+    if value is None:
+        return NULL_PARTITION
+    return _escape_path(str(value).lower() if isinstance(value, bool) else str(value))
 
 
 def path_values(path: str) -> list[str]:
