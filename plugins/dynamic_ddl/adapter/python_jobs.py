@@ -17,7 +17,7 @@ import os
 import threading
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper
@@ -77,6 +77,7 @@ def open_connect_session(url: str, token: str | None = None) -> Any:
     from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    session = None
     try:
         channel = DefaultChannelBuilder(url)
         if token:
@@ -87,6 +88,11 @@ def open_connect_session(url: str, token: str | None = None) -> Any:
         for key, value in spark_conf.session_settings().items():
             session.conf.set(key, value)
     except Exception as error:
+        if session is not None:
+            # Closed without a call to the server: a client left open calls it again at
+            # exit, and retries for minutes once the server is gone.
+            with suppress(Exception):
+                session.client.close()
         raise DbtRuntimeError(
             f"Cannot reach Spark Connect at {url} to run Python models: {error}\n"
             "Start the local server with `make thrift-up` (it serves Thrift and "
