@@ -13,8 +13,10 @@ A commit (see commits.py for the log, merge.py for the merge):
    `replace_partitions` strategy), the batch's rows are those partitions'
    new contents, whole;
 3. write the merged rows of the partitions that changed, and only those, as
-   a new version in `<table>__versions` (invisible to readers of the table);
-   merge and write are one Spark job;
+   a new version in `<table>__versions` (invisible to readers of the table),
+   and their remembered deletes as that version's `-tombstones` version
+   (read back by the next merge of the partition); merge and write are one
+   Spark job; a partition left with deletes only gets an empty version;
 4. log `pending` with each changed partition's previous and new version;
 5. point each changed partition at its new version (one metastore update
    per partition: a reader sees a partition's old rows or its new rows);
