@@ -219,9 +219,29 @@ def _replaced_once(spark, schema, inbox):
 
 
 def _replace(spark, schema, inbox):
+    """A recompute of d1 and d2 (of all three on the first commit) and of d3, which it
+    finds empty on the second commit (d3 is emptied, not kept)."""
     upsert(
-        _sql(spark), UpsertSpec(f"{schema}.target", partition_by=("day",), replace=True), "batch"
+        _sql(spark),
+        UpsertSpec(f"{schema}.target", partition_by=("day",), replace=True),
+        "batch",
+        recomputed=["day=d3"],
     )
+
+
+GLOBAL = {"global_key": True, "delete_marker": "gone"}
+
+
+def _moved_once(spark, schema, inbox):
+    """A table whose key is global (a row may move to another partition), then a batch
+    that moves a out of d1 (left empty) and deletes b, stored in d2, from d4."""
+    _batch(spark, [("a", 1, "d1", "on", False), ("b", 1, "d2", "on", False)], extra=", gone")
+    _commit(spark, schema, inbox, **GLOBAL)
+    _batch(spark, [("a", 2, "d3", "moved", False), ("b", 2, "d4", None, True)], extra=", gone")
+
+
+def _moving_commit(spark, schema, inbox):
+    _commit(spark, schema, inbox, **GLOBAL)
 
 
 def _rollback(spark, schema, inbox):
@@ -365,6 +385,8 @@ SCENARIOS = [
     Scenario("upsert_commit", _two_commits, _second_commit, _partitions_whole),
     # replace_partitions commits by the same protocol: its own merge, the same steps.
     Scenario("replace_commit", _replaced_once, _replace, _partitions_whole, ("upsert.",)),
+    # A global key: rows leave the partitions they moved from (its own reads, same steps).
+    Scenario("moving_commit", _moved_once, _moving_commit, _partitions_whole, ("upsert.",)),
     Scenario("rollback", _committed_twice, _rollback, _partitions_whole, ("rollback.",)),
     Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
     Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),

@@ -97,10 +97,10 @@ def test_a_delete_marker_removes_the_key_and_an_emptied_partition(spark, sql):
     spec = _spec("deletes", tombstone_days=0)
     upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False)]))
     upsert(sql, spec, _batch(spark, [("d1", "a", None, 2, True), ("d2", "b", None, 0, True)]))
-    # b's delete is older than b's row: b stays; a's partition is left empty and, with no
-    # delete to remember, dropped.
+    # b's delete is older than b's row: b stays; a's partition is left empty (it reads an
+    # empty version, so readers of changes see it changed).
     assert _rows(spark, spec.target) == [("d2", "b", "on", 1)]
-    assert [r[0] for r in sql(f"show partitions {spec.target}")] == ["day=d2"]
+    assert [r[0] for r in sql(f"show partitions {spec.target}")] == ["day=d1", "day=d2"]
     # Without tombstones a late, older update brings a back (what tombstones prevent).
     upsert(sql, spec, _batch(spark, [("d1", "a", "late", 1, False)]))
     assert ("d1", "a", "late", 1) in _rows(spark, spec.target)
@@ -136,6 +136,52 @@ def test_a_delete_that_arrives_first_and_empties_a_partition_is_remembered(spark
         f"select day, device, state, log_ts from {spec.versions} where _version like '%-tombstones'"
     ).collect()
     assert sorted(tuple(r) for r in tombstones) == [("d1", "a", None, 2), ("d2", "z", None, 9)]
+
+
+def test_a_global_key_moves_between_partitions(spark, sql):
+    spec = _spec("moves", global_key=True, tombstone_days=0)
+    first = [("d1", "a", "on", 1, False), ("d1", "b", "on", 1, False), ("d2", "c", "on", 1, False)]
+    upsert(sql, spec, _batch(spark, first))
+    # a is corrected to d2: it leaves d1, which keeps b.
+    result = upsert(sql, spec, _batch(spark, [("d2", "a", "moved", 2, False)]))
+    assert result.changed_partitions == 2
+    assert _rows(spark, spec.target) == [
+        ("d1", "b", "on", 1),
+        ("d2", "a", "moved", 2),
+        ("d2", "c", "on", 1),
+    ]
+    # b moves too: d1 is left empty, and still listed (it changed).
+    upsert(sql, spec, _batch(spark, [("d3", "b", "moved", 3, False)]))
+    assert [r[0] for r in sql(f"show partitions {spec.target}")] == ["day=d1", "day=d2", "day=d3"]
+    assert _rows(spark, spec.target) == [
+        ("d2", "a", "moved", 2),
+        ("d2", "c", "on", 1),
+        ("d3", "b", "moved", 3),
+    ]
+    # An older row of a, arriving late in its first partition, loses: no commit.
+    assert upsert(sql, spec, _batch(spark, [("d1", "a", "late", 1, False)])).commit_id is None
+    # One key in two partitions of one batch: the newest row only.
+    upsert(sql, spec, _batch(spark, [("d4", "x", "old", 1, False), ("d5", "x", "new", 2, False)]))
+    assert [r for r in _rows(spark, spec.target) if r[1] == "x"] == [("d5", "x", "new", 2)]
+    # A delete that arrives in another partition removes the key where it is stored.
+    upsert(sql, spec, _batch(spark, [("d9", "c", None, 5, True)]))
+    assert [r[1] for r in _rows(spark, spec.target)] == ["a", "b", "x"]
+    # Without a global key, the same correction leaves the key in both partitions.
+    local = _spec("moves_local", tombstone_days=0)
+    upsert(sql, local, _batch(spark, first))
+    upsert(sql, local, _batch(spark, [("d2", "a", "moved", 2, False)]))
+    assert [r[:2] for r in _rows(spark, local.target) if r[1] == "a"] == [("d1", "a"), ("d2", "a")]
+
+
+def test_a_global_key_meets_its_remembered_delete_in_another_partition(spark, sql):
+    spec = _spec("moves_tombstones", global_key=True)
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 5, False), ("d1", "b", "on", 5, False)]))
+    upsert(sql, spec, _batch(spark, [("d1", "a", None, 10, True)]))  # delete at t=10
+    # A late update at t=7 in another partition loses to the delete; one at t=11 wins.
+    assert upsert(sql, spec, _batch(spark, [("d2", "a", "late", 7, False)])).commit_id is None
+    assert _rows(spark, spec.target) == [("d1", "b", "on", 5)]
+    upsert(sql, spec, _batch(spark, [("d2", "a", "back", 11, False)]))
+    assert _rows(spark, spec.target) == [("d1", "b", "on", 5), ("d2", "a", "back", 11)]
 
 
 def test_a_delete_is_remembered_in_a_boolean_partition(spark, sql):

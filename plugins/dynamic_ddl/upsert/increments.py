@@ -25,7 +25,14 @@ from __future__ import annotations
 from typing import Any
 
 from dynamic_ddl.catalog import Sql, table_exists
-from dynamic_ddl.sql_text import partitions_predicate, quoted_identifier, quoted_table, sql_literal
+from dynamic_ddl.sql_text import (
+    NULL_PARTITION,
+    partitions_predicate,
+    path_values,
+    quoted_identifier,
+    quoted_table,
+    sql_literal,
+)
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.commits import TableState, changed_partitions
 from dynamic_ddl.upsert.spec import COMMIT_ID, VERSION, UpsertSpec
@@ -67,3 +74,24 @@ def changed_since_filter(sql: Sql, upstream: UpsertSpec, qualifier: str, seen: A
         if upstream.partition_by and len(changed) <= MAX_LISTED_PARTITIONS:
             terms.append(partitions_predicate(upstream.partition_by, changed, qualifier))
     return "(" + " and ".join(terms) + ")"
+
+
+def changed_days(sql: Sql, upstream: UpsertSpec, day_column: str, seen: Any) -> list[Any]:
+    """The values of the upstream's partition column `day_column` in its partitions that
+    changed after commit `seen` (all of them when `seen` is None), None for NULL.
+
+    A partition changes when it reads a newer version: new rows, rows that
+    moved away, deletes; an emptied partition reads an empty version, so it
+    is found too. Raises ValueError when `day_column` is no partition column.
+    """
+    names = [c.lower() for c in upstream.partition_by]
+    if day_column.lower() not in names:
+        raise ValueError(
+            f"{upstream.target} is not partitioned by {day_column!r} (its partitions:"
+            f" {', '.join(upstream.partition_by) or 'none'}); pass its day partition column"
+            " as day_column."
+        )
+    index = names.index(day_column.lower())
+    paths = changed_partitions(table_state(sql, upstream), str(seen) if seen else "")
+    days = {path_values(path)[index] for path in paths}
+    return sorted((None if day == NULL_PARTITION else day for day in days), key=str)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dynamic_ddl.sql_text import quoted_identifier, rows_predicate, sql_literal
 from dynamic_ddl.upsert.commits import commit_time
-from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, VERSION, UpsertSpec
+from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, TOMBSTONES, VERSION, UpsertSpec
 
 
 def aligned_source(
@@ -65,7 +65,7 @@ def replacement_sql(
     return f"""
 select {select_columns}, {sql_literal(commit_id)} as {quoted_identifier(COMMIT_ID)},
     {new_ts} as {quoted_identifier(COMMIT_TS)}, false as _deleted, true as _is_new,
-    true as _changes_partition
+    false as _vacated, true as _changes_partition
 from {source}
 where {changed}
 distribute by {partitions}"""
@@ -115,6 +115,34 @@ def stored_tombstones(
         from {spec.versions} where {where} and {commit_ts} >= {horizon}"""
 
 
+def moved_keys_sql(spec: UpsertSpec, source: str, commit_id: str) -> str:
+    """The distinct partition values of the target's rows (and, with tombstones, its
+    remembered deletes within the horizon) whose key has a row of the batch
+    (`source`) in another partition: where a key moving partitions must leave.
+
+    Reads the key and partition columns of every partition (Hudi's global
+    simple index does the same); the batch's partitions are found without it.
+    """
+    partitions = [quoted_identifier(p) for p in spec.partition_by]
+    keys = [quoted_identifier(k) for k in spec.unique_key]
+    columns = ", ".join([*partitions, *keys])
+    stored = f"select {columns} from {spec.target}"
+    if spec.keeps_tombstones:
+        horizon = f"{_commit_ts_literal(commit_id)} - interval {int(spec.tombstone_days)} days"
+        stored += (
+            f" union all select {columns} from {spec.versions}"
+            f" where endswith({VERSION}, {sql_literal(TOMBSTONES)})"
+            f" and {quoted_identifier(COMMIT_TS)} >= {horizon}"
+        )
+    same_key = " and ".join(f"stored.{k} <=> batch.{k}" for k in keys)
+    same_partition = " and ".join(f"stored.{p} <=> batch.{p}" for p in partitions)
+    here = ", ".join(f"stored.{p}" for p in partitions)
+    return (
+        f"select distinct {here} from ({stored}) as stored"
+        f" left semi join {source} as batch on {same_key} and not ({same_partition})"
+    )
+
+
 def _commit_ts_literal(commit_id: str) -> str:
     return f"timestamp {sql_literal(commit_time(commit_id).isoformat(sep=' '))}"
 
@@ -147,15 +175,24 @@ def merge_sql(
     partition), `_deleted` (the key is removed) and, for a partitioned
     table, `_changes_partition` (its partition has a new row).
 
+    With `spec.moves_keys` a key is ranked across partitions (`affected`
+    then also lists the partitions where the batch's keys are stored): a
+    stored row that loses to a row of another partition is output with
+    `_vacated` (never written), so that its partition changes too. The row's
+    partition is then part of its content.
+
     Rows are shuffled by partition only: one exchange serves the ranking per
     key and the flag per partition, and each partition's new version is
     written by one task (one file rather than one per shuffle task).
     """
-    key = ", ".join(quoted_identifier(k) for k in [*spec.partition_by, *spec.unique_key])
+    scope = [] if spec.moves_keys else list(spec.partition_by)
+    key = ", ".join(quoted_identifier(k) for k in [*scope, *spec.unique_key])
     select_columns = ", ".join(
         quoted_identifier(c) for c in [*(n for n, _ in data), *spec.partition_by]
     )
     values = [comparable(n, t) for n, t in data]
+    if spec.moves_keys:
+        values += [quoted_identifier(p) for p in spec.partition_by]
     content = f"struct({', '.join(values)})"
     tie_break = ", ".join(f"{v} desc" for v in values)
     latest, output, merged_content = _partial_columns(spec, data, key)
@@ -172,7 +209,8 @@ def merge_sql(
     kept = (
         f"""
 union all
-select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _is_new
+select {select_columns}, {commit}, {commit_ts}, false as _deleted, false as _is_new,
+    false as _vacated
 from {stored} and not coalesce({matched}, false)"""
         if spec.predicates
         else ""
@@ -207,7 +245,19 @@ from {stored} and not coalesce({matched}, false)"""
     )
     forgotten = "" if spec.keeps_tombstones else " and not (_deleted and _stored_content is null)"
     partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
-    by_partition = f"\ndistribute by {partitions}" if partitions else ""
+    # Ranked per key across partitions, rows are shuffled by key first.
+    by_partition = f"\ndistribute by {partitions}" if scope else ""
+    order = f"{ordering} desc nulls last, _incoming desc, {tie_break}"
+    winner_at, vacated = "", "false"
+    if spec.moves_keys:  # a stored row that loses to a row of another partition
+        winner_at = (
+            f",\n        first_value(struct({partitions})) over (partition by {key}"
+            f" order by {order}) as _winner_at"
+        )
+        vacated = (
+            f"_rank > 1 and not _incoming and not _deleted"
+            f" and not struct({partitions}) <=> _winner_at"
+        )
     merged = f"""
 with
 candidates as (
@@ -222,10 +272,7 @@ candidates as (
 ),
 ranked as (
     select *,
-        row_number() over (
-            partition by {key}
-            order by {ordering} desc nulls last, _incoming desc, {tie_break}
-        ) as _rank,
+        row_number() over (partition by {key} order by {order}) as _rank{winner_at},
         max(if(_incoming or _deleted, null, {content})) over (partition by {key})
             as _stored_content,
         max(if(_incoming or _deleted, null, {commit})) over (partition by {key})
@@ -235,16 +282,16 @@ ranked as (
     from candidates
 ),
 winners as (
-    select *, {unchanged} as _unchanged
+    select *, _rank = 1 and ({unchanged}) as _unchanged, {vacated} as _vacated
     from ranked
-    where _rank = 1{forgotten}
+    where (_rank = 1{forgotten}) or ({vacated})
 )
 select {output},
-    case when {stored_kept} then {commit} when _unchanged then {kept_commit}
+    case when _vacated or {stored_kept} then {commit} when _unchanged then {kept_commit}
         else {sql_literal(commit_id)} end as {commit},
-    case when {stored_kept} then {commit_ts} when _unchanged then {kept_ts}
+    case when _vacated or {stored_kept} then {commit_ts} when _unchanged then {kept_ts}
         else {new_ts} end as {commit_ts},
-    _deleted, {is_new} as _is_new
+    _deleted, _vacated or ({is_new}) as _is_new, _vacated
 from winners{kept}"""
     if not partitions:
         return merged

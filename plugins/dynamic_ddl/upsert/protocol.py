@@ -30,6 +30,7 @@ a version a partition points at.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from dynamic_ddl import steps
@@ -38,9 +39,9 @@ from dynamic_ddl.locks import held
 from dynamic_ddl.sql_text import (
     partition_path,
     partition_spec,
+    partitions_predicate,
     path_values,
     quoted_identifier,
-    rows_predicate,
     sql_literal,
     string_literal,
     unescape_path,
@@ -59,7 +60,13 @@ from dynamic_ddl.upsert.commits import (
     next_commit_id,
     replay,
 )
-from dynamic_ddl.upsert.merge import aligned_source, fingerprints_sql, merge_sql, replacement_sql
+from dynamic_ddl.upsert.merge import (
+    aligned_source,
+    fingerprints_sql,
+    merge_sql,
+    moved_keys_sql,
+    replacement_sql,
+)
 from dynamic_ddl.upsert.spec import (
     COMMIT_ID,
     COMMIT_TS,
@@ -74,14 +81,30 @@ from dynamic_ddl.upsert.spec import (
 from dynamic_ddl.upsert.tables import ensure_tables
 
 
-def upsert(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None = None) -> CommitResult:
-    """Upsert the rows of `source` (a table or view) into the target (see the module docstring)."""
+def upsert(
+    sql: Sql,
+    spec: UpsertSpec,
+    source: str,
+    now: datetime | None = None,
+    recomputed: Iterable[str] = (),
+) -> CommitResult:
+    """Upsert the rows of `source` (a table or view) into the target (see the module docstring).
+
+    `recomputed` (with `replace_partitions` only) lists partition paths the
+    batch recomputed: each is replaced even when the batch has no row for
+    it (a day whose every event moved away is emptied, not kept stale).
+    """
     spec.validate()
+    recomputed = sorted(set(recomputed))
+    if recomputed and not spec.replace:
+        raise UpsertError(f"Upsert into {spec.target}: only replace_partitions takes recomputed.")
     with held(sql, spec.target):
-        return _commit(sql, spec, source, now)
+        return _commit(sql, spec, source, now, recomputed)
 
 
-def _commit(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None) -> CommitResult:
+def _commit(
+    sql: Sql, spec: UpsertSpec, source: str, now: datetime | None, recomputed: list[str]
+) -> CommitResult:
     source_columns = table_columns(sql, source)
     data_columns = ensure_tables(sql, spec, source_columns)
     data = [name for name, _ in data_columns]
@@ -89,31 +112,37 @@ def _commit(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None) -> Co
     state = recover(sql, spec)
     commit_id = next_commit_id(now or datetime.now(UTC), state.last_commit_id)
     affected = _partitions_of(sql, spec, source)
-    if not affected:
+    if not affected and not recomputed:
         return CommitResult(None, 0, 0)
+    emptied: set[str] = set()
+    moved_from: list[tuple] = []
     if spec.replace:
-        changed = _replaced_partitions(sql, spec, source, data_columns, affected)
+        incoming = {partition_path(spec.partition_by, values) for values in affected}
+        changed = _replaced_partitions(sql, spec, source, data_columns, incoming | set(recomputed))
         if not changed:
             return CommitResult(None, 0, len(affected))
         merged = replacement_sql(
-            spec, source, data_columns, commit_id, rows_predicate(spec.partition_by, changed)
+            spec, source, data_columns, commit_id, partitions_predicate(spec.partition_by, changed)
         )
+        emptied = set(changed) - incoming  # recomputed, and left without rows
     else:
+        moved_from = _partitions_holding_moved_keys(sql, spec, source, commit_id)
+        affected = list(dict.fromkeys([*affected, *moved_from]))
         tombstones = _tombstone_partitions(spec, state, affected)
         merged = merge_sql(spec, source, data_columns, commit_id, affected, tombstones)
     steps.reached("upsert.write_versions")
     _write_new_versions(sql, spec, merged, data, commit_id)
     written = _written_paths(sql, spec, commit_id)
-    emptied = set()
-    if spec.keeps_tombstones:  # a partition left with deletes only reads an empty version
-        deletes_only = _written_paths(sql, spec, tombstone_version(commit_id)) - written
-        _add_empty_versions(sql, spec, deletes_only, commit_id)
-        written |= deletes_only
-    elif spec.delete_marker:
-        emptied = _emptied_paths(sql, spec, merged)
+    if spec.keeps_tombstones:  # a partition left with deletes only
+        emptied |= _written_paths(sql, spec, tombstone_version(commit_id)) - written
+    if moved_from or (spec.delete_marker and not spec.keeps_tombstones):
+        emptied |= _emptied_paths(sql, spec, merged) - written
+    # An emptied partition reads an empty version rather than being dropped: its
+    # tombstones stay found, and `changed_since` readers see that it changed.
+    _add_empty_versions(sql, spec, emptied, commit_id)
+    written |= emptied
     changes = tuple(
-        PartitionChange(path, state.versions.get(path), commit_id if path in written else None)
-        for path in sorted(written | emptied)
+        PartitionChange(path, state.versions.get(path), commit_id) for path in sorted(written)
     )
     if not changes:
         return CommitResult(None, 0, len(affected))
@@ -125,23 +154,30 @@ def _commit(sql: Sql, spec: UpsertSpec, source: str, now: datetime | None) -> Co
 
 
 def _replaced_partitions(
-    sql: Sql, spec: UpsertSpec, source: str, data: list[tuple[str, str]], affected: list[tuple]
-) -> list[tuple]:
-    """The batch's partitions whose rows differ from the stored ones (a rerun of the
-    same recompute changes nothing, as a rerun of an upsert does)."""
-    if not table_exists(sql, spec.target):
-        return affected
-    where = rows_predicate(spec.partition_by, affected)
+    sql: Sql, spec: UpsertSpec, source: str, data: list[tuple[str, str]], paths: set[str]
+) -> list[str]:
+    """The partitions (paths) among `paths` whose new rows differ from the stored ones
+    (a rerun of the same recompute changes nothing, as a rerun of an upsert does)."""
+    where = partitions_predicate(spec.partition_by, sorted(paths))
     width = len(spec.partition_by)
 
-    def fingerprints(relation: str) -> dict[tuple, tuple]:
+    def fingerprints(relation: str) -> dict[str, tuple]:
         rows = sql(fingerprints_sql(spec, relation, data, where))
-        return {tuple(row[:width]): tuple(row[width:]) for row in rows}
+        return {partition_path(spec.partition_by, row[:width]): tuple(row[width:]) for row in rows}
 
-    incoming, stored = fingerprints(source), fingerprints(spec.target)
-    return [
-        values for values in affected if incoming.get(tuple(values)) != stored.get(tuple(values))
-    ]
+    incoming = fingerprints(source)
+    stored = fingerprints(spec.target) if table_exists(sql, spec.target) else {}
+    return sorted(path for path in paths if incoming.get(path) != stored.get(path))
+
+
+def _partitions_holding_moved_keys(
+    sql: Sql, spec: UpsertSpec, source: str, commit_id: str
+) -> list[tuple]:
+    """With `spec.moves_keys`: the partitions (values) holding a key of the batch (a row,
+    or a remembered delete) while the batch's row of that key is in another one."""
+    if not spec.moves_keys or not table_exists(sql, spec.target):
+        return []
+    return [tuple(row) for row in sql(moved_keys_sql(spec, source, commit_id))]
 
 
 def _tombstone_partitions(spec: UpsertSpec, state: TableState, affected: list[tuple]) -> list:
@@ -166,7 +202,7 @@ def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str]
     """
     lineage = [quoted_identifier(c) for c in [COMMIT_ID, COMMIT_TS, *spec.partition_by]]
     version = sql_literal(commit)
-    kept = "not _deleted"
+    kept = "not _deleted and not _vacated"
     values = [quoted_identifier(c) for c in data]
     if spec.keeps_tombstones:
         named = {c.lower() for c in [*spec.unique_key, spec.ordering_field]}
@@ -175,7 +211,7 @@ def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str]
             for c, q in zip(data, values, strict=True)
         ]
         version = f"if(_deleted, {sql_literal(tombstone_version(commit))}, {version})"
-        kept = "true"
+        kept = "not _vacated"
     columns = ", ".join([*values, *lineage])
     if spec.partition_by:
         rows = f"merged where _changes_partition and {kept}"
@@ -201,11 +237,13 @@ def _add_empty_versions(sql: Sql, spec: UpsertSpec, paths: set[str], commit: str
 
 
 def _emptied_paths(sql: Sql, spec: UpsertSpec, merged: str) -> set[str]:
-    """Paths of the partitions whose every row the batch deleted (no version to write)."""
+    """Paths of the partitions the batch left without rows: every row deleted or moved
+    to another partition (no version to write). Computes the merge again."""
     keys = ", ".join(quoted_identifier(p) for p in spec.partition_by)
     rows = sql(
         f"select {keys + ', ' if keys else ''}true from ({merged})"
-        f"{' group by ' + keys if keys else ''} having max(_is_new) and not max(not _deleted)"
+        f"{' group by ' + keys if keys else ''}"
+        " having max(_is_new) and not max(not _deleted and not _vacated)"
     )
     return {partition_path(spec.partition_by, row[:-1]) for row in rows}
 

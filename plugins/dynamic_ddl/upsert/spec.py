@@ -46,6 +46,11 @@ class UpsertSpec:
     # that an update older than the delete, arriving later, does not bring the key
     # back; 0 remembers none (a delete then removes what is stored, nothing more).
     tombstone_days: int = DEFAULT_TOMBSTONE_DAYS
+    # The key is unique across partitions, and a row's partition can change (an event
+    # corrected to another day): a key stored in another partition than its new row's
+    # is found there and moved (as Hudi's global index). Costs a read of the key and
+    # partition columns of the whole table per commit.
+    global_key: bool = False
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
@@ -60,10 +65,11 @@ class UpsertSpec:
                     f"replace_partitions into {self.target} needs partition_by: the"
                     " partitions the new rows fall in are the ones replaced (e.g. a day)."
                 )
-            if self.delete_marker or self.predicates:
+            if self.delete_marker or self.predicates or self.global_key:
                 raise UpsertError(
                     f"replace_partitions into {self.target} replaces partitions whole:"
-                    " delete_marker and incremental_predicates do not apply; remove them."
+                    " delete_marker, global_key and incremental_predicates do not apply;"
+                    " remove them."
                 )
         elif not self.unique_key:
             raise UpsertError(f"Upsert into {self.target} needs unique_key (one or more columns).")
@@ -93,6 +99,12 @@ class UpsertSpec:
     def keeps_tombstones(self) -> bool:
         """Whether deletes are remembered (see tombstone_days)."""
         return bool(self.delete_marker) and self.tombstone_days > 0
+
+    @property
+    def moves_keys(self) -> bool:
+        """Whether a key is looked up in every partition (see global_key); an
+        unpartitioned table holds every key in one place anyway."""
+        return self.global_key and bool(self.partition_by)
 
     @property
     def schema(self) -> str:
