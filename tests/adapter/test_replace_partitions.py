@@ -5,10 +5,14 @@ and a group that vanished is gone; untouched days keep their files; rollback and
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from dbt.tests.util import run_dbt
 
 from tests.adapter.targets import session_profile
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 # The days to recompute come from a var here; the project's facts use rows_of_changed_days.
 DAILY = """
@@ -100,3 +104,70 @@ class TestReplacePartitions:
 
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: daily}"])
         assert self._daily(project) == [("d1", "1.0", 2), ("d2", "1.0", 1), ("d3", "1.0", 1)]
+
+
+# An upstream whose events a correction can move to another day (a global key), and a
+# daily count over it, recomputed for the days rows_of_changed_days lists.
+EVENTS = """
+{{ config(materialized='incremental', incremental_strategy='upsert', unique_key='id',
+          ordering_field='rev', partition_by=['day'], global_key=true) }}
+select id, rev, firmware, day from {{ source('feed', 'events') }}
+"""
+
+DAILY_OF_CHANGED_DAYS = """
+{{ config(materialized='incremental', incremental_strategy='replace_partitions',
+          partition_by=['day']) }}
+select firmware, count(*) as events, max(_commit_id) as _source_commit_id, day
+from ({{ rows_of_changed_days(ref('placed_events'), day_column='day') }}) as changed
+group by day, firmware
+"""
+
+
+class TestADayLeftWithoutEvents:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "placed_events.sql": EVENTS,
+            "daily.sql": DAILY_OF_CHANGED_DAYS,
+            "sources.yml": SOURCES,
+        }
+
+    @pytest.fixture(scope="class")
+    def macros(self):
+        """The project's macro (a project macro, not the adapter's)."""
+        return {
+            "rows_of_changed_days.sql": (PROJECT / "macros/rows_of_changed_days.sql").read_text()
+        }
+
+    def _rows(self, project, table: str, columns: str) -> list[tuple]:
+        rows = project.run_sql(
+            f"select {columns} from {project.test_schema}.{table} order by 1, 2", fetch="all"
+        )
+        return [tuple(r) for r in rows]
+
+    def test_a_correction_that_moves_a_days_only_event_empties_that_day(self, project):
+        schema = project.test_schema
+        project.run_sql(
+            f"create table {schema}.events (id string, rev int, firmware string, day string)"
+            " using parquet"
+        )
+        project.run_sql(
+            f"insert into {schema}.events values ('e1', 1, '1.0', 'd1'), ('e2', 1, '1.0', 'd2')"
+        )
+        run_dbt(["run"])
+        assert self._rows(project, "daily", "day, firmware, events") == [
+            ("d1", "1.0", 1),
+            ("d2", "1.0", 1),
+        ]
+        # e1, d1's only event, is corrected to d2: it leaves d1, and d1's count goes.
+        project.run_sql(f"insert into {schema}.events values ('e1', 2, '1.0', 'd2')")
+        run_dbt(["run"])
+        assert self._rows(project, "placed_events", "id, day") == [("e1", "d2"), ("e2", "d2")]
+        assert self._rows(project, "daily", "day, firmware, events") == [("d2", "1.0", 2)]
+        # A run with nothing new changes nothing.
+        run_dbt(["run"])
+        assert self._rows(project, "daily", "day, firmware, events") == [("d2", "1.0", 2)]

@@ -123,8 +123,12 @@ class DynamicSparkAdapter(SparkAdapter):
         """
         from dynamic_ddl.upsert.protocol import UpsertError, upsert
 
+        spec = upsert_spec(target, options)
+        recomputed = _RECOMPUTED_DAYS.pop(_table_name(target), ())
         try:
-            result = upsert(self._fetch_rows, upsert_spec(target, options), str(source))
+            result = upsert(
+                self._fetch_rows, spec, str(source), recomputed=_day_paths(spec, recomputed)
+            )
         except UpsertError as error:
             raise CompilationError(str(error)) from None
         return {
@@ -212,13 +216,38 @@ class DynamicSparkAdapter(SparkAdapter):
         return changed_since_filter(self._fetch_rows, upstream, str(relation), seen)
 
     @available
-    def values_in(self, expression: str, query: str) -> str:
-        """`<expression> in (...)` with the values `query` returns, as literals, so Spark
-        prunes partitions by them; `false` when it returns none."""
-        from dynamic_ddl.sql_text import sql_literal
+    def changed_days_filter(
+        self,
+        relation: Any,
+        this: Any,
+        incremental: bool,
+        qualifier: str,
+        day_column: str,
+        commit_column: str,
+    ) -> str:
+        """The filter on an upsert table's rows (prefixed with `qualifier`) of the days whose
+        partitions changed since `this` stored the newest `commit_column` (every row
+        when not `incremental`); the days as literals, so Spark reads only them.
 
-        values = sorted({sql_literal(row[0]) for row in self._fetch_rows(query)})
-        return f"{expression} in ({', '.join(values)})" if values else "false"
+        A day whose every row moved away or was deleted is among them. The
+        `replace_partitions` strategy replaces each of these days in `this`,
+        emptied ones too (see upsert_into).
+        """
+        from dynamic_ddl.sql_text import rows_predicate
+        from dynamic_ddl.upsert.increments import changed_days, greatest_value
+        from dynamic_ddl.upsert.spec import UpsertSpec
+
+        _RECOMPUTED_DAYS.pop(_table_name(this), None)
+        if not incremental:
+            return "true"
+        seen = greatest_value(self._fetch_rows, UpsertSpec(_table_name(this)), commit_column)
+        upstream = self._existing_upsert(relation)
+        try:
+            days = changed_days(self._fetch_rows, upstream, day_column, seen)
+        except ValueError as error:
+            raise CompilationError(str(error)) from None
+        _RECOMPUTED_DAYS[_table_name(this)] = (day_column, days)
+        return rows_predicate([day_column], [(day,) for day in days], qualifier)
 
     @available
     def drop_upsert_table(self, target: Any) -> None:
@@ -285,6 +314,21 @@ class DynamicSparkAdapter(SparkAdapter):
 
 _LOGGER = AdapterLogger("dynamic_spark")
 _RUN_LOCKS: dict[str, Any] = {}  # schema -> the RunLock this process holds on it
+# A model's table -> (day column, the days rows_of_changed_days listed when the model was
+# rendered), taken by its replace_partitions commit, which runs right after in this process.
+_RECOMPUTED_DAYS: dict[str, tuple[str, list[Any]]] = {}
+
+
+def _day_paths(spec: Any, recomputed: tuple) -> list[str]:
+    """The partition paths of the recomputed days, for a model partitioned by its day alone."""
+    from dynamic_ddl.sql_text import partition_path
+
+    if not recomputed or not spec.replace:
+        return []
+    day_column, days = recomputed
+    if [c.lower() for c in spec.partition_by] != [day_column.lower()]:
+        return []
+    return [partition_path(spec.partition_by, [day]) for day in days]
 
 
 def _table_name(relation: Any) -> str:
@@ -327,6 +371,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             replace=options.get("strategy") == "replace_partitions",
             partial_updates=bool(options.get("partial_updates")),
             tombstone_days=DEFAULT_TOMBSTONE_DAYS if days is None else days,
+            global_key=bool(options.get("global_key")),
         )
         spec.validate()
         return spec

@@ -22,6 +22,11 @@
         tombstone_days: with delete_marker, how many days after its commit a delete
             is remembered (default 30): an update older than the delete that
             arrives later does not bring the key back; 0 remembers none
+        global_key: true when a key's partition can change (an event corrected to
+            another day): a key stored in another partition than its new row's
+            is found there and moved; reads the key and partition columns of
+            the whole table per commit (default false: keys are looked up in the
+            batch's partitions only)
         partial_updates: true when rows carry some of a key's columns (pivoted
             attributes split across batches): per column, the newest row holding
             a value wins; a NULL keeps the stored value
@@ -32,7 +37,8 @@
     The `replace_partitions` strategy commits the same way, but the model's rows
     replace the partitions they fall in, whole: a recomputed day is that day's
     new contents (groups that vanished from it are gone), with rollback and
-    `changed_since` as for upserts. It needs partition_by only.
+    `changed_since` as for upserts. It needs partition_by only. A day that
+    `rows_of_changed_days` lists and the model finds empty is emptied too.
 
     Example:
         {{ config(
@@ -75,6 +81,7 @@
         'partition_by': config.get('partition_by'),
         'delete_marker': config.get('delete_marker'),
         'tombstone_days': config.get('tombstone_days'),
+        'global_key': config.get('global_key'),
         'on_schema_change': config.get('on_schema_change'),
         'incremental_predicates': config.get('predicates') or config.get('incremental_predicates'),
     } -%}
