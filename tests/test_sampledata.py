@@ -86,6 +86,13 @@ def test_batch_two_drifts_the_schema(tmp_path, reference):
     for record in corrected:
         original = originals[record["_data"]["event"]["id"]]["_data"]["device"]
         assert record["_data"]["device"]["firmware"] != original["firmware"]
+    # Some corrections move the event to the day before (a device clock a day ahead).
+    moved = [r for r in corrected if r["_data"]["log_ts"][:10] == "2026-11-02"]
+    assert moved and len(moved) < len(corrected)
+    for record in moved:
+        original = originals[record["_data"]["event"]["id"]]["_data"]
+        assert original["log_ts"][:10] == "2026-11-03"
+        assert original["log_ts"][10:] == record["_data"]["log_ts"][10:]
     assert all(originals[r["_data"]["event"]["id"]] == r for r in duplicated)
 
 

@@ -1,9 +1,11 @@
 {#- A correction of an event carries a higher revision: it wins in an incremental
-    run and in a build from scratch alike (a batch id would tie there). #}
+    run and in a build from scratch alike (a batch id would tie there). A correction
+    may move the event to another day: the key is global, so it leaves its old day. #}
 {{ config(
     incremental_strategy='upsert',
     unique_key='event_id',
     ordering_field='event_revision',
+    global_key=true,
     partition_by=['event_date'],
     on_schema_change='append_new_columns'
 ) }}

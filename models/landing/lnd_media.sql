@@ -1,7 +1,9 @@
+{#- Media follow their event: a correction that moves it to another day moves them. #}
 {{ config(
     incremental_strategy='upsert',
     unique_key=['event_id', 'media_index'],
     ordering_field='_batch_id',
+    global_key=true,
     partition_by=['event_date'],
     on_schema_change='append_new_columns'
 ) }}

@@ -46,6 +46,7 @@ BASE_KEYS = ["first_name", "last_name", "city", "state", "email", "language", "a
 DRIFT_KEYS = ["theme", "notifications_enabled", "subscription_tier", "storage_used_gb"]
 CORRECTED_SHARE = 0.05  # of the previous batch's last-day events, sent again corrected
 DUPLICATED_SHARE = 0.02  # ... sent again unchanged
+CLOCK_FIXED_SHARE = 0.3  # of the corrections: the time moves a day back too
 SPLIT_SHARE = 0.1  # of its last-day app records, given one more key apart
 
 
@@ -183,7 +184,8 @@ def device_event(
 
 def corrected_event(rng: random.Random, event: dict, devices: list[Device]) -> dict:
     """`event` as its provider corrects it: another firmware of the same model (the event
-    moves to another daily group), marked `revision: 2`."""
+    moves to another daily group), marked `revision: 2`; for some, the time too (the
+    device clock ran a day ahead: the event moves to the day before)."""
     corrected = json.loads(json.dumps(event))
     device = corrected["_data"]["device"]
     others = sorted(
@@ -191,6 +193,9 @@ def corrected_event(rng: random.Random, event: dict, devices: list[Device]) -> d
     )
     device["firmware"] = rng.choice(others) if others else device["firmware"] + "-fix"
     corrected["_data"]["event"]["revision"] = 2
+    if rng.random() < CLOCK_FIXED_SHARE:
+        logged = datetime.strptime(corrected["_data"]["log_ts"], "%Y-%m-%dT%H:%M:%SZ")
+        corrected["_data"]["log_ts"] = _iso(logged - timedelta(days=1))
     return corrected
 
 
