@@ -63,7 +63,7 @@ test: setup $(BROWSER_STAMP) lint ## The full test suite (lint, then pytest on a
 FUZZ_EXAMPLES ?= 300
 fuzz: setup ## Property tests on many new random inputs (FUZZ_EXAMPLES=300: about an hour)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(BIN)/pytest -p no:cacheprovider \
-		tests/test_fuzz_ingest.py tests/adapter/test_pivot_fuzz.py
+		tests/test_fuzz_ingest.py tests/adapter/test_pivot_fuzz.py tests/test_upsert_properties.py
 
 soak: setup ## Two whole dbt builds at once on one Thrift server, OVERLAP_RUNS=5 times
 	OVERLAP_RUNS=$(OVERLAP_RUNS) OVERLAP_SEED=$$RANDOM $(BIN)/pytest -p no:cacheprovider \
