@@ -2,7 +2,9 @@
     A column of a relation if the relation has it yet, else a typed NULL: for
     attributes a provider adds later (they reach raw and landing as new
     columns), so a model can name them before the first batch that has them.
-    Without `execute` (parse, lint) the column itself.
+    Without `execute` (parse, lint) the column itself; in a unit test, where
+    the relation is the fixture (a CTE, which has no columns to look up), a
+    typed NULL.
 
     Example:
         {{ column_or_null(ref('raw_device_events'), 'data_network_type', 'string', 'raw_events') }}
@@ -15,7 +17,9 @@
 #}
 {% macro column_or_null(relation, column, data_type, alias=none) -%}
     {%- set reference = (alias or relation) ~ '.' ~ adapter.quote(column) -%}
-    {%- if execute -%}
+    {%- if execute and not relation.schema -%}
+        {{- return('cast(null as ' ~ data_type ~ ')') -}}
+    {%- elif execute -%}
         {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
         {%- if column | lower not in names -%}
             {{- return('cast(null as ' ~ data_type ~ ')') -}}
