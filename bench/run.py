@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import commit_age  # noqa: E402
+import global_key  # noqa: E402
 import ingestion  # noqa: E402
 import model_overhead  # noqa: E402
 import pivot  # noqa: E402
@@ -71,6 +72,20 @@ def main() -> None:
         "the whole table.\n\n"
         "Command: `make bench` (or `.venv/bin/python bench/upsert.py`).\n\n"
         + upsert.report(upsert.measure())
+    )
+    session = upsert.session()
+    try:
+        keys_anywhere = global_key.report(global_key.measure(session))
+    finally:
+        session.stop()
+    sections.append(
+        "## What `global_key` costs\n\n"
+        "A batch of 10,000 keys (one key per device, each in one day) into a table of "
+        "100 day partitions, 1M rows (1x) and 10M rows (10x): keys looked up in the "
+        "batch's partitions only, in every partition (`global_key`), and in every "
+        "partition with a tenth of the batch moving to another day; median of 3 commits "
+        "after 2 untimed ones; one local[2] session (4 GiB driver).\n\n"
+        "Command: `make bench` (or `.venv/bin/python bench/global_key.py`).\n\n" + keys_anywhere
     )
     sections.append(
         "## Commit time as a table ages\n\n"

@@ -182,6 +182,19 @@ def test_a_global_key_meets_its_remembered_delete_in_another_partition(spark, sq
     assert _rows(spark, spec.target) == [("d1", "b", "on", 5)]
     upsert(sql, spec, _batch(spark, [("d2", "a", "back", 11, False)]))
     assert _rows(spark, spec.target) == [("d1", "b", "on", 5), ("d2", "a", "back", 11)]
+    # The same delete sent again, dated elsewhere, while its first partition is rewritten:
+    # the delete is still remembered (in one of the two), so a late update loses.
+    upsert(sql, spec, _batch(spark, [("d1", "c", None, 20, True)]))
+    both = [("d3", "c", None, 20, True), ("d1", "b", "again", 6, False)]
+    upsert(sql, spec, _batch(spark, both))
+    assert upsert(sql, spec, _batch(spark, [("d4", "c", "late", 15, False)])).commit_id is None
+    assert sorted(r[1] for r in _rows(spark, spec.target)) == ["a", "b"]
+
+
+def test_a_global_key_refuses_what_cannot_find_a_key_whole():
+    for option in ({"partial_updates": True, "delete_marker": None}, {"predicates": ("true",)}):
+        with pytest.raises(UpsertError, match="global_key cannot be combined"):
+            _spec("refused", global_key=True, **option).validate()
 
 
 def test_a_delete_is_remembered_in_a_boolean_partition(spark, sql):

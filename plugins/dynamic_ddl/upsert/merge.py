@@ -183,7 +183,8 @@ def merge_sql(
 
     Rows are shuffled by partition only: one exchange serves the ranking per
     key and the flag per partition, and each partition's new version is
-    written by one task (one file rather than one per shuffle task).
+    written by one task (one file rather than one per shuffle task). With
+    `moves_keys` the ranking needs a shuffle by key first (two exchanges).
     """
     scope = [] if spec.moves_keys else list(spec.partition_by)
     key = ", ".join(quoted_identifier(k) for k in [*scope, *spec.unique_key])
@@ -218,15 +219,21 @@ from {stored} and not coalesce({matched}, false)"""
     new_ts = _commit_ts_literal(commit_id)
     remembered = stored_tombstones(spec, select_columns, commit_id, list(tombstones))
     stored_delete, same_delete = "", "false"
+    partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
     if spec.keeps_tombstones:  # a delete repeated in a later batch changes nothing
+        # ... in the same partition: one sent to another keeps its tombstone there.
+        place, same_place = "", ""
+        if spec.moves_keys:
+            place = f", 'p', struct({partitions})"
+            same_place = f" and struct({partitions}) <=> _stored_delete.p"
         stored_delete = (
             f",\n        max(if(not _incoming and _deleted, named_struct('o', {ordering},"
-            f" 'c', {commit}, 't', {commit_ts}), null)) over (partition by {key})"
-            " as _stored_delete"
+            f" 'c', {commit}, 't', {commit_ts}{place}), null))"
+            f" over (partition by {key}) as _stored_delete"
         )
         same_delete = (
             f"_incoming and _deleted and _stored_content is null"
-            f" and {ordering} <=> _stored_delete.o"
+            f" and {ordering} <=> _stored_delete.o{same_place}"
         )
     if spec.partial_updates:  # a stored winner may take newer values from older rows
         unchanged = f"not _deleted and {merged_content} <=> _stored_content"
@@ -244,7 +251,6 @@ from {stored} and not coalesce({matched}, false)"""
         "coalesce(_stored_commit_ts, _stored_delete.t)" if stored_delete else "_stored_commit_ts"
     )
     forgotten = "" if spec.keeps_tombstones else " and not (_deleted and _stored_content is null)"
-    partitions = ", ".join(quoted_identifier(p) for p in spec.partition_by)
     # Ranked per key across partitions, rows are shuffled by key first.
     by_partition = f"\ndistribute by {partitions}" if scope else ""
     order = f"{ordering} desc nulls last, _incoming desc, {tie_break}"

@@ -83,6 +83,12 @@ class UpsertSpec:
                 f"Upsert into {self.target}: partial_updates and delete_marker cannot be"
                 " combined (a delete removes the whole key); remove one of them."
             )
+        if self.global_key and (self.partial_updates or self.predicates):
+            raise UpsertError(
+                f"Upsert into {self.target}: global_key cannot be combined with"
+                " partial_updates or incremental_predicates (a key must be found, whole,"
+                " wherever it is stored); remove one of them."
+            )
         days = self.tombstone_days
         if isinstance(days, bool) or not isinstance(days, int) or days < 0:
             raise UpsertError(

@@ -37,8 +37,9 @@
     The `replace_partitions` strategy commits the same way, but the model's rows
     replace the partitions they fall in, whole: a recomputed day is that day's
     new contents (groups that vanished from it are gone), with rollback and
-    `changed_since` as for upserts. It needs partition_by only. A day that
-    `rows_of_changed_days` lists and the model finds empty is emptied too.
+    `changed_since` as for upserts. It needs partition_by only. When
+    partition_by is the day alone, a day that `rows_of_changed_days` lists
+    and the model finds empty is emptied too.
 
     Example:
         {{ config(
