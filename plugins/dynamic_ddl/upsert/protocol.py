@@ -16,7 +16,8 @@ A commit (see commits.py for the log, merge.py for the merge):
    a new version in `<table>__versions` (invisible to readers of the table),
    and their remembered deletes as that version's `-tombstones` version
    (read back by the next merge of the partition); merge and write are one
-   Spark job; a partition left with deletes only gets an empty version;
+   Spark job; a partition left without rows (deleted, moved to another
+   partition, or a recomputed day found empty) gets an empty version;
 4. log `pending` with each changed partition's previous and new version;
 5. point each changed partition at its new version (one metastore update
    per partition: a reader sees a partition's old rows or its new rows);
@@ -138,7 +139,8 @@ def _commit(
     if moved_from or (spec.delete_marker and not spec.keeps_tombstones):
         emptied |= _emptied_paths(sql, spec, merged) - written
     # An emptied partition reads an empty version rather than being dropped: its
-    # tombstones stay found, and `changed_since` readers see that it changed.
+    # tombstones stay found, and rows_of_changed_days (which reads partition
+    # versions) sees that it changed.
     _add_empty_versions(sql, spec, emptied, commit_id)
     written |= emptied
     changes = tuple(
