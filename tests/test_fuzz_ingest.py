@@ -10,8 +10,9 @@ SparkSession. After every batch:
   first line not ingested before (an appended file continues where its
   committed version ended; a gzip file is read anew) = the ledger's count =
   raw rows + quarantined lines;
-- each line is recoverable whole: an accepted line is its raw row's
-  `_raw_json`, a rejected one its quarantine entry's text or bytes;
+- each line is recoverable whole: an accepted line through its raw row's
+  `_source_file` and `_line_number` (ingest/lineage.py, checked against the
+  ledger), a rejected one its quarantine entry's text or bytes;
 - every value of an accepted record (not null, not an empty object or
   array; "" is a value) is held by its row: in the column of its path (or
   of an enclosing path, once types conflicted) or in `_overflow`. Values
@@ -47,7 +48,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
+from dynamic_ddl.ingest.bookkeeping import LEDGER_ENTRY_COLUMNS, ledger_entry
 from dynamic_ddl.ingest.job import ingest_topic
+from dynamic_ddl.ingest.lineage import original_line
 from dynamic_ddl.schema.naming import display_path
 from tests.json_text import file_name, line_bytes, line_end
 
@@ -133,7 +136,7 @@ def check_batch(spark, schema: str, inbox: Path, files: dict[str, tuple[bytes, i
 
     `files`: name -> (the file's whole content, its lines ingested before).
     """
-    entries = spark.table(f"{schema}.raw_file_ledger").collect()
+    everything = entries = spark.table(f"{schema}.raw_file_ledger").collect()
     assert {row.state for row in entries} == {"committed"}
     current = max(row.batch_id for row in entries)
     ledger = {row.path: row for row in entries if row.batch_id == current}
@@ -166,16 +169,21 @@ def check_batch(spark, schema: str, inbox: Path, files: dict[str, tuple[bytes, i
         for number, text in rejected.items():
             assert lines[number - 1] == text, (name, number)
         new_lines = list(enumerate(lines, 1))[before:]
-        accepted = [line for number, line in new_lines if number not in rejected]
-        assert sorted(r._raw_json.encode("utf-8") for r in rows) == sorted(accepted), name
+        accepted = [number for number, _ in new_lines if number not in rejected]
+        assert sorted(r._line_number for r in rows) == accepted, name
+        # Each row leads back to its line: the inbox is the raw archive.
+        entries = [ledger_entry(tuple(e[c] for c in LEDGER_ENTRY_COLUMNS)) for e in everything]
         for row in rows:
-            check_values(row, registry)
+            line = original_line(entries, path, row._line_number, row._batch_id)
+            assert line == lines[row._line_number - 1], (name, row._line_number)
+            check_values(row, line.decode("utf-8"), registry)
 
 
-def check_values(row, registry: dict[tuple, str]) -> None:
-    """Every non-null value of the row's record is in a column or in `_overflow`."""
-    record = _strict(row._raw_json)
-    assert isinstance(record, dict), f"accepted a line that is not a JSON object: {row._raw_json}"
+def check_values(row, text: str, registry: dict[tuple, str]) -> None:
+    """Every non-null value of the row's record (its line: `text`) is in a column or in
+    `_overflow`."""
+    record = _strict(text)
+    assert isinstance(record, dict), f"accepted a line that is not a JSON object: {text}"
     overflow = row._overflow or {}
     values = row.asDict()
     for path, _ in _leaves(record):
@@ -185,7 +193,7 @@ def check_values(row, registry: dict[tuple, str]) -> None:
         )
         in_overflow = any(display_path(prefix) in overflow for prefix in prefixes)
         under_array = any(isinstance(_at(record, prefix), list) for prefix in prefixes[1:])
-        assert in_column or in_overflow or under_array, f"lost {path} of {row._raw_json}"
+        assert in_column or in_overflow or under_array, f"lost {path} of {text}"
 
 
 def _at(record, path):

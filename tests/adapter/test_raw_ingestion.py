@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.adapter.targets import session_profile
 from tests.conftest import PROJECT_ROOT
@@ -69,10 +69,11 @@ BATCH_2 = [
 CAP = 18  # batch 1 has 16 leaves: batch 2's four new ones get two columns, two overflow
 
 
-def _write_batch(folder: Path, lines: list[str | None]) -> None:
+def _write_batch(folder: Path, lines: list[str | None]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     payload = b"\n".join(INVALID_UTF8 if line is None else line.encode() for line in lines)
     (folder / "part-0.json").write_bytes(payload + b"\n")
+    return folder / "part-0.json"
 
 
 def _project_sources() -> dict:
@@ -140,8 +141,10 @@ class TestRawIngestion:
 
     def test_hostile_batch_then_drift(self, project, inbox):
         schema = project.test_schema
-        _write_batch(inbox / "hostile" / "dt=2026-11-01", BATCH_1)
-        results = run_dbt(["build"])  # the invariant test is part of the build
+        batch_file = _write_batch(inbox / "hostile" / "dt=2026-11-01", BATCH_1)
+        results, logs = run_dbt_and_capture(["build"])  # the invariant test is part of it
+        # A raw model says what it is doing, in dbt's log.
+        assert "batch 1 of 1" in logs and "3 lines accepted, 6 quarantined" in logs
         (warned,) = [r for r in results if "readable_event_times" in r.node.name]
         assert (str(warned.status), warned.failures) == ("warn", 1)  # "at tea time"
 
@@ -161,11 +164,15 @@ class TestRawIngestion:
             project,
             f"select `{picked[0]}`, `{picked[1]}`, `{picked[2]}`, big, length(long), tags,"
             f" n_deep, `{picked[3]}`, `{picked[4]}`, _event_date,"
-            f" _raw_json like '%always_null%' from {raw} where id = 1",
+            f" _source_file, _line_number from {raw} where id = 1",
         )
         assert row[:5] == ("Upper", "lower", "spaced", "123456789012345678901234567890", 5000)
         assert list(row[5]) == ["x", "y"] and row[6] is True and row[7] == "cam" and row[8] == "b"
-        assert str(row[9]) == "2026-11-01" and row[10] is True
+        assert str(row[9]) == "2026-11-01" and row[10:] == (str(batch_file), 1)
+        # The inbox is the raw archive: the row's lineage leads back to its line.
+        args = json.dumps({"source_file": row[10], "line_number": row[11]})
+        _, logs = run_dbt_and_capture(["run-operation", "original_line", "--args", args])
+        assert BATCH_1[0] in logs
 
         children = self._rows(
             project,

@@ -103,6 +103,33 @@ class DynamicSparkAdapter(SparkAdapter):
         for statement in bookkeeping_ddl(BookkeepingTables.in_schema(schema)):
             self.execute(statement)
 
+    @available
+    def original_line(
+        self, schema: str, source_file: str, line_number: int, batch_id: str | None = None
+    ) -> str:
+        """The original text of a raw row's line, read from the inbox (ingest/lineage.py).
+
+        The file is checked first against the checksum the ledger of `schema`
+        recorded when the row's batch read it; a file changed or removed since
+        is an error that says so.
+        """
+        from dynamic_ddl.ingest.bookkeeping import (
+            BookkeepingTables,
+            ledger_entry,
+            ledger_rows_of_file_sql,
+        )
+        from dynamic_ddl.ingest.lineage import LineageError, original_line
+
+        ledger = BookkeepingTables.in_schema(schema).ledger
+        rows = self._fetch_rows(ledger_rows_of_file_sql(ledger, source_file))
+        try:
+            line = original_line(
+                [ledger_entry(row) for row in rows], source_file, int(line_number), batch_id
+            )
+        except LineageError as error:
+            raise DbtRuntimeError(str(error)) from None
+        return line.decode("utf-8", errors="replace")
+
     def _fetch_rows(self, statement: str) -> list[tuple]:
         """Run one statement on the model's connection; its rows as plain Python values.
 

@@ -13,6 +13,7 @@ expects a global `spark`. Two ways to supply it:
 from __future__ import annotations
 
 import linecache
+import logging
 import os
 import threading
 import traceback
@@ -33,12 +34,33 @@ SCRIPT_MARKER = "# dynamic_spark: model code starts on the next line"
 CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
 
 
+class _DbtLogHandler(logging.Handler):
+    """Our modules' log records (a raw model's progress) as lines of dbt's own log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from dbt.adapters.events.logging import AdapterLogger
+
+        logger = AdapterLogger("dynamic_spark")
+        message = self.format(record)
+        (logger.warning if record.levelno >= logging.WARNING else logger.info)(message)
+
+
+def bridge_logs_to_dbt() -> None:
+    """Send the `dynamic_ddl` loggers to dbt's log (console and logs/dbt.log), once."""
+    package = logging.getLogger("dynamic_ddl")
+    if not any(isinstance(h, _DbtLogHandler) for h in package.handlers):
+        package.addHandler(_DbtLogHandler())
+        package.setLevel(logging.INFO)
+        package.propagate = False
+
+
 def run_model_script(compiled_code: str, spark: Any, model: dict) -> None:
     """Execute a compiled Python model with `spark` bound; failures keep the model's traceback.
 
     The model's code comes first in the compiled script, so the line numbers
     in the traceback are the lines of the model's .py file.
     """
+    bridge_logs_to_dbt()
     filename = model.get("original_file_path") or f"<python model {model['name']}>"
     compiled_code = model_script(compiled_code)
     lines = compiled_code.splitlines(keepends=True)

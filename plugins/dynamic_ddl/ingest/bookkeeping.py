@@ -162,22 +162,37 @@ def _topic_rows(spark: SparkSession, table: str, topic: str) -> list:
     return spark.table(table).where(F.col("topic") == topic).collect()
 
 
+# A ledger row's columns in LedgerEntry's field order.
+LEDGER_ENTRY_COLUMNS = (
+    "path",
+    "size_bytes",
+    "modified_at",
+    "checksum",
+    "line_count",
+    "batch_id",
+    "state",
+    "recorded_at",
+    "first_line",
+)
+
+
+def ledger_entry(row: tuple) -> LedgerEntry:
+    """A ledger row (LEDGER_ENTRY_COLUMNS, in order) as a LedgerEntry."""
+    *fields, first_line = row
+    return LedgerEntry(*fields, first_line=first_line or 1)
+
+
 def read_ledger(spark: SparkSession, table: str, topic: str) -> list[LedgerEntry]:
     """The topic's ledger rows."""
-    return [
-        LedgerEntry(
-            row.path,
-            row.size_bytes,
-            row.modified_at,
-            row.checksum,
-            row.line_count,
-            row.batch_id,
-            row.state,
-            row.recorded_at,
-            row.first_line or 1,
-        )
-        for row in _topic_rows(spark, table, topic)
-    ]
+    spark.sql(f"refresh table {table}")  # another session may have rewritten it
+    rows = spark.table(table).where(F.col("topic") == topic).select(*LEDGER_ENTRY_COLUMNS)
+    return [ledger_entry(tuple(row)) for row in rows.collect()]
+
+
+def ledger_rows_of_file_sql(table: str, path: str) -> str:
+    """The ledger's rows of one inbox file (LEDGER_ENTRY_COLUMNS), any topic."""
+    columns = ", ".join(LEDGER_ENTRY_COLUMNS)
+    return f"select {columns} from {table} where path = {string_literal(path)}"
 
 
 def write_ledger_batch(

@@ -26,7 +26,9 @@ the result of an uninterrupted run.
 
 from __future__ import annotations
 
+import logging
 import shutil
+import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +66,9 @@ from dynamic_ddl.locks import held
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 
+# Progress of long runs, for whoever watches `dbt run` (dbt's log) or the CLI.
+PROGRESS = logging.getLogger("dynamic_ddl.ingest")
+
 SUMMARY_COLUMNS = (
     "topic string, batch_id string, files bigint, input_lines bigint, raw_rows bigint, "
     "quarantined_lines bigint, columns_added bigint, columns_widened bigint"
@@ -92,11 +97,45 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
         mend_interrupted_swaps(spark, settings)
         # Read once: under the lock, only this run changes the topic's ledger.
         ledger = read_ledger(spark, settings.bookkeeping.ledger, settings.topic.name)
-        summaries = [
-            ingest_batch(spark, settings, batch) for batch in batches_to_ingest(settings, ledger)
-        ]
+        batches = batches_to_ingest(settings, ledger)
+        summaries: list[BatchSummary] = []
+        for number, batch in enumerate(batches, start=1):
+            PROGRESS.info(batch_started(settings.table, batch, number, len(batches)))
+            started = time.monotonic()
+            summaries.append(ingest_batch(spark, settings, batch))
+            PROGRESS.info(batch_done(settings.table, summaries, time.monotonic() - started))
     rows = [tuple(vars(summary).values()) for summary in summaries]
     return local_dataframe(spark, rows, SUMMARY_COLUMNS)
+
+
+def batch_started(table: str, batch: Batch, number: int, count: int) -> str:
+    """A progress line: which batch starts, and how big it is.
+
+    Example:
+        >>> from dynamic_ddl.ingest.ledger import InboxFile
+        >>> files = (InboxFile("a.json", 3 << 20, 0.0, "", 1200),)
+        >>> batch_started("raw.raw_t", Batch("b7", files), 2, 3)
+        'raw.raw_t: batch 2 of 3 (b7): 1 files, 3.0 MB, 1,200 lines'
+    """
+    megabytes = sum(f.size for f in batch.files) / 2**20
+    lines = sum(f.line_count for f in batch.files)
+    return (
+        f"{table}: batch {number} of {count} ({batch.batch_id}): "
+        f"{len(batch.files)} files, {megabytes:.1f} MB, {lines:,} lines"
+    )
+
+
+def batch_done(table: str, summaries: list[BatchSummary], seconds: float) -> str:
+    """A progress line: the last batch committed, and the run's totals so far."""
+    last = summaries[-1]
+    accepted = sum(s.raw_rows for s in summaries)
+    quarantined = sum(s.quarantined_lines for s in summaries)
+    return (
+        f"{table}: batch {last.batch_id} committed in {seconds:.1f} s: "
+        f"{last.raw_rows:,} lines accepted, {last.quarantined_lines:,} quarantined, "
+        f"{last.columns_added} columns added, {last.columns_widened} widened "
+        f"(run so far: {accepted:,} accepted, {quarantined:,} quarantined)"
+    )
 
 
 def mend_interrupted_swaps(spark: SparkSession, settings: IngestSettings) -> None:
@@ -158,6 +197,10 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     steps.reached("raw.stage_batch")
     parsed, counts, carried = stage_batch(
         spark, settings, list(batch.files), links, source, staging, new_paths
+    )
+    PROGRESS.info(
+        f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
+        f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"
     )
     plans = plan_tables(settings, registry, source, batch.batch_id, carried)
     prepare_tables(spark, settings, plans)

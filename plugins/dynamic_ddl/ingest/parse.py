@@ -227,22 +227,31 @@ def read_text_lines(
     return lines.where(F.col("_first_line") == 1).unionByName(kept).drop("_first_line")
 
 
-def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
-    """`rows`, some of `lines` (both as read by `read_text_lines`), with `_line_number`.
+def line_pieces(lines: DataFrame) -> DataFrame:
+    """Per piece of a file (`_source_file`, `_split_start`) of `lines` (as read by
+    `read_text_lines`): its first `_row_id` and the lines of the file's earlier pieces.
 
-    A line's number is its row within its piece of the file, plus the lines of
-    the file's earlier pieces. One aggregate over the pieces' two small
-    columns; no text is read again. A row that has its number already (a
-    line of a grown file) keeps it.
+    One aggregate over two small columns: a handful of rows per file.
     """
     pieces = lines.groupBy("_source_file", "_split_start").agg(
         F.min("_row_id").alias("_first_row"), F.count("*").alias("_lines")
     )
     earlier = Window.partitionBy("_source_file").orderBy("_split_start")
     before = F.sum("_lines").over(earlier.rowsBetween(Window.unboundedPreceding, -1))
-    pieces = pieces.select(
+    return pieces.select(
         "_source_file", "_split_start", "_first_row", F.coalesce(before, F.lit(0)).alias("_before")
     )
+
+
+def line_numbers(lines: DataFrame, rows: DataFrame, pieces: DataFrame | None = None) -> DataFrame:
+    """`rows`, some of `lines` (both as read by `read_text_lines`), with `_line_number`.
+
+    A line's number is its row within its piece of the file, plus the lines of
+    the file's earlier pieces (`pieces`: `line_pieces(lines)`, computed here
+    when not given). No text is read again. A row that has its number
+    already (a line of a grown file) keeps it.
+    """
+    pieces = line_pieces(lines) if pieces is None else pieces
     number = F.col("_row_id") - F.col("_first_row") + F.col("_before") + 1
     if LINE_NUMBER in rows.columns:
         number = F.coalesce(F.col(LINE_NUMBER), number)

@@ -12,7 +12,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StructType
 
-from dynamic_ddl.ingest.parse import RECORD
+from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD
 from dynamic_ddl.ingest.raw_rows import (
     INDEX_COLUMN,
     OVERFLOW_COLUMN,
@@ -52,11 +52,25 @@ def pinned_paths(topic: TopicConfig) -> set[JsonPath]:
     return {dotted(path) for path in (*topic.record_key, topic.event_time, *topic.pinned_paths)}
 
 
+def raw_leading(topic: TopicConfig) -> list[tuple[str, str]]:
+    """The first columns of a raw table: lineage (the line's place in the inbox, and its
+    text when the topic keeps it), then the overflow map."""
+    text = [("_raw_json", "string")] if topic.keep_raw_json else []
+    return [
+        ("_source_file", "string"),
+        (LINE_NUMBER, "bigint"),
+        ("_ingested_at", "timestamp"),
+        *text,
+        (OVERFLOW_COLUMN, "map<string,string>"),
+    ]
+
+
 def child_leading(topic: TopicConfig) -> list[tuple[str, str]]:
     """The first columns of every child table: lineage, the parent's record key, the index."""
     keys = [(PARENT_PREFIX + base_column_name(dotted(path)), "string") for path in topic.record_key]
     return [
         ("_source_file", "string"),
+        (LINE_NUMBER, "bigint"),
         ("_ingested_at", "timestamp"),
         *keys,
         (INDEX_COLUMN, "int"),

@@ -1,7 +1,7 @@
 """From parsed lines to the rows of a raw table, its child tables and the quarantine.
 
 Every line ends up in exactly one place: accepted lines become raw rows
-(lineage, the original JSON text, one column per leaf the registry names,
+(lineage: file and line number in the inbox; one column per leaf the registry names,
 the rest in `_overflow`), rejected lines become quarantine rows with their
 reason. Elements of arrays of objects become rows of child tables, keyed by
 the parent's record key and the element's index.
@@ -16,13 +16,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 
-from dynamic_ddl.ingest.parse import RECORD, REJECT_REASON
+from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD, REJECT_REASON
 from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.schema.flatten import ChildArray, Leaf, field_at, split_schema
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, display_path
 from dynamic_ddl.schema.registry import RegistryEntry
 
 OVERFLOW_COLUMN = "_overflow"
+RAW_JSON = "_raw_json"
 EVENT_DATE_COLUMN = "_event_date"
 BATCH_ID_COLUMN = "_batch_id"
 INDEX_COLUMN = "_index"
@@ -138,9 +139,11 @@ def event_date(event_time_format: str | None) -> Column:
 
 
 def lineage_columns(context: BatchContext) -> list[Column]:
-    """The columns every raw and child row starts with."""
+    """The columns every raw and child row starts with: the line's place in the inbox
+    (its file and line number, which lead back to the original text) and when."""
     return [
         F.col("_source_file"),
+        F.col(LINE_NUMBER),
         F.lit(context.ingested_at).cast("timestamp").alias("_ingested_at"),
     ]
 
@@ -157,15 +160,17 @@ def raw_rows(
     entries: list[RegistryEntry],
     event_time: JsonPath,
     event_time_format: str | None = None,
+    keep_raw_json: bool = False,
 ) -> DataFrame:
-    """Accepted lines as raw rows: lineage, the original text, the registry's columns,
-    overflow, and the partition columns (_event_date, _batch_id)."""
+    """Accepted lines (numbered) as raw rows: lineage, the original text when kept, the
+    registry's columns, overflow, and the partition columns (_event_date, _batch_id)."""
     record = F.col(RECORD)
     leaves, _ = table_leaves(source)
     columns, rest = data_columns(record, leaves, entries, source)
+    text = [F.col("line").alias(RAW_JSON)] if keep_raw_json else []
     return with_event_time(accepted(parsed), record, leaves, event_time).select(
         *lineage_columns(context),
-        F.col("line").alias("_raw_json"),
+        *text,
         overflow_map(record, rest, source).alias(OVERFLOW_COLUMN),
         *columns,
         event_date(event_time_format).alias(EVENT_DATE_COLUMN),

@@ -38,6 +38,7 @@ class IngestSettings:
             event_time=config["event_time"],
             pinned_paths=tuple(config.get("pinned_paths") or ()),
             event_time_format=config.get("event_time_format"),
+            keep_raw_json=bool(config.get("keep_raw_json", False)),
         )
         limits = LineLimits(
             max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),

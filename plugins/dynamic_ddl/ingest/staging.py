@@ -49,6 +49,9 @@ def stage_batch(
         F.lit(0).alias("none"),  # an observation needs a metric, even with no candidates
         *[F.count_if(accepted & check).alias(f"path{i}") for i, (_, check) in enumerate(checks)],
     )
+    if not settings.topic.keep_raw_json:
+        # The inbox keeps the text: staged only for the lines quarantine shows.
+        parsed = parsed.withColumn("line", F.when(~accepted, F.col("line")))
     # Staged lines are read once or twice, then deleted: no dictionaries, which
     # for text and ids are built only to be dropped (about 15% of the write).
     parsed.write.mode("overwrite").option("parquet.enable.dictionary", "false").parquet(location)

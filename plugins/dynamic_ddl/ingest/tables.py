@@ -101,10 +101,12 @@ def ensure_table(
         spark.sql(create_table_sql(table, table_columns(leading, entries), location))
         return
     existing = {column.lower() for column in spark.table(table).columns}
-    missing = [e for e in entries if e.column_name.lower() not in existing]
+    wanted = [*leading, *((e.column_name, e.data_type) for e in entries)]
+    # Leading columns too: a table made before a lineage column existed gets it.
+    missing = [(name, data_type) for name, data_type in wanted if name.lower() not in existing]
     if missing:
         steps.reached("raw.add_columns")
-        columns = ", ".join(f"{quote(e.column_name)} {e.data_type}" for e in missing)
+        columns = ", ".join(f"{quote(name)} {data_type}" for name, data_type in missing)
         spark.sql(f"alter table {table} add columns ({columns})")
 
 

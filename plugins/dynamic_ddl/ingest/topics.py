@@ -8,6 +8,7 @@
           event_time: _data.log_ts       # JSON path of the event timestamp
           pinned_paths: [_data.device.model]  # optional: columns first when the cap must choose
           event_time_format: dd.MM.yyyy HH:mm  # optional: tried before ISO 8601, epochs, ...
+          keep_raw_json: false           # optional: a copy of each line in _raw_json
 
 Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`.
 """
@@ -45,6 +46,9 @@ class TopicConfig:
     pinned_paths: tuple[str, ...] = ()
     # A Spark datetime pattern tried first (schema/event_time.py tries the usual ones).
     event_time_format: str | None = None
+    # The inbox is the raw archive (rows point at it by _source_file and
+    # _line_number); a copy of each line in the raw table only on request.
+    keep_raw_json: bool = False
 
 
 def load_project_vars(project_dir: Path) -> dict[str, Any]:
@@ -102,12 +106,16 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
                 f"{where}: event_time_format must be a Spark datetime pattern, "
                 "e.g. 'dd.MM.yyyy HH:mm'."
             )
+        keep_raw_json = entry.get("keep_raw_json", False)
+        if not isinstance(keep_raw_json, bool):
+            raise ConfigError(f"{where}: keep_raw_json must be true or false.")
         topics[name] = TopicConfig(
             name=name,
             record_key=tuple(record_key),
             event_time=event_time,
             pinned_paths=tuple(pinned),
             event_time_format=event_time_format,
+            keep_raw_json=keep_raw_json,
         )
     return topics
 

@@ -10,10 +10,11 @@ from pyspark.sql.types import StructType
 from dynamic_ddl import steps
 from dynamic_ddl.ingest.bookkeeping import write_quarantine
 from dynamic_ddl.ingest.local_rows import local_dataframe
-from dynamic_ddl.ingest.parse import REJECT_REASON, line_numbers
-from dynamic_ddl.ingest.planning import bare_name, child_leading, child_table_names
+from dynamic_ddl.ingest.parse import REJECT_REASON, line_numbers, line_pieces
+from dynamic_ddl.ingest.planning import bare_name, child_leading, child_table_names, raw_leading
 from dynamic_ddl.ingest.raw_rows import (
     OVERFLOW_COLUMN,
+    RAW_JSON,
     BatchContext,
     child_rows,
     quarantine_rows,
@@ -33,12 +34,7 @@ from dynamic_ddl.schema.flatten import Leaf
 from dynamic_ddl.schema.naming import base_column_name
 from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan
 
-RAW_LEADING = [
-    ("_source_file", "string"),
-    ("_ingested_at", "timestamp"),
-    ("_raw_json", "string"),
-    (OVERFLOW_COLUMN, "map<string,string>"),
-]
+PIECES_COLUMNS = "_source_file string, _split_start bigint, _first_row bigint, _before bigint"
 
 
 def prepare_tables(
@@ -48,11 +44,25 @@ def prepare_tables(
     schema_name = settings.table.split(".")[0]
     for name, plan in plans.items():
         table = f"{schema_name}.{name}"
-        leading = RAW_LEADING if table == settings.table else child_leading(settings.topic)
+        main = table == settings.table
+        leading = raw_leading(settings.topic) if main else child_leading(settings.topic)
+        if main and table_exists(spark, table):
+            leading = _with_kept_text(spark, table, leading)
         widened = {entry.column_name: before for entry, before in plan.widened}
         if widened and table_exists(spark, table):
             rewrite_widened(spark, table, leading, plan.entries, widened)
         ensure_table(spark, table, leading, plan.entries)
+
+
+def _with_kept_text(
+    spark: SparkSession, table: str, leading: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """`leading`, plus `_raw_json` when the table has it: a topic that stops keeping
+    the text keeps the column (and the old rows' text in a widening copy)."""
+    if RAW_JSON in spark.table(table).columns and (RAW_JSON, "string") not in leading:
+        position = [name for name, _ in leading].index(OVERFLOW_COLUMN)
+        return [*leading[:position], (RAW_JSON, "string"), *leading[position:]]
+    return leading
 
 
 def write_batch(
@@ -72,11 +82,23 @@ def write_batch(
     topic = settings.topic
     event_time = dotted(topic.event_time)
     entries = plans[bare_name(settings.table)].entries
+    # Every row gets its line number: the pieces of the batch's files are a
+    # few rows per file, computed once here and joined to each write.
+    pieces = local_dataframe(spark, line_pieces(parsed).collect(), PIECES_COLUMNS)
+    parsed = line_numbers(parsed, parsed, pieces)
     steps.reached("raw.write_raw_rows")
     overwrite_partitions(
         spark,
         settings.table,
-        raw_rows(parsed, context, source, entries, event_time, topic.event_time_format),
+        raw_rows(
+            parsed,
+            context,
+            source,
+            entries,
+            event_time,
+            topic.event_time_format,
+            topic.keep_raw_json,
+        ),
     )
     parent, children = table_leaves(source)
     tables = child_table_names(settings.table, [child.path for child in children], registry)
@@ -97,7 +119,7 @@ def write_batch(
     # No pass over the staged lines when none was rejected.
     rejected = _no_lines(spark)
     if counts.rejected:
-        rejected = line_numbers(parsed, parsed.where(F.col(REJECT_REASON).isNotNull()))
+        rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
     rows = quarantine_rows(rejected, context)
     steps.reached("raw.write_quarantine")
     write_quarantine(spark, settings.bookkeeping.quarantine, rows, topic.name, context.batch_id)

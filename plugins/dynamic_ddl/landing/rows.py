@@ -15,7 +15,14 @@ from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.sql_text import quoted_identifier
 
 # Raw-only lineage: the landing row keeps `_batch_id`; the rest stays in raw.
-RAW_ONLY = ("_raw_json", "_overflow", "_ingested_at", "_event_date", "_source_file")
+RAW_ONLY = (
+    "_raw_json",
+    "_overflow",
+    "_ingested_at",
+    "_event_date",
+    "_source_file",
+    "_line_number",
+)
 
 
 def unseen_batches(

@@ -61,6 +61,7 @@
         'event_time': entry['event_time'],
         'pinned_paths': entry.get('pinned_paths', []),
         'event_time_format': entry.get('event_time_format'),
+        'keep_raw_json': entry.get('keep_raw_json', false),
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,

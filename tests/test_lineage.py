@@ -1,0 +1,63 @@
+"""From a raw row back to its original line in the inbox, checked against the ledger."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from dynamic_ddl.ingest.ledger import COMMITTED, PENDING, LedgerEntry, fingerprint
+from dynamic_ddl.ingest.lineage import LineageError, original_line, read_line
+
+
+def _entry(path: Path, batch_id: str = "b1", first_line: int = 1, state: str = COMMITTED):
+    facts = fingerprint(path)
+    lines = facts.line_count - (first_line - 1)
+    size = path.stat().st_size
+    return LedgerEntry(
+        str(path), size, 0.0, facts.checksum, lines, batch_id, state, None, first_line
+    )
+
+
+def test_a_line_is_read_as_spark_splits_lines(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a":1}\r\n{"b":2}\r{"c":3}\n\n{"d":4}')
+    entries = [_entry(path)]
+    lines = [original_line(entries, str(path), n) for n in range(1, 6)]
+    assert lines == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b"", b'{"d":4}']
+    with pytest.raises(LineageError, match="No committed batch took line 6"):
+        original_line(entries, str(path), 6)
+
+
+def test_a_gzipped_file_is_read_decompressed(tmp_path):
+    path = tmp_path / "[odd] name %.json.gz"
+    path.write_bytes(gzip.compress(b'{"a":1}\n') + gzip.compress(b'{"b":2}\n'))
+    assert original_line([_entry(path)], str(path), 2) == b'{"b":2}'
+
+
+def test_a_changed_or_removed_file_is_reported_not_guessed(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'{"a":1}\n{"a":2}\n')
+    entries = [_entry(path)]
+    path.write_bytes(b'{"a":1}\n{"a":3}\n')  # same size, other bytes
+    with pytest.raises(LineageError, match="changed after batch b1"):
+        original_line(entries, str(path), 2)
+    path.unlink()
+    with pytest.raises(LineageError, match="removed from the inbox"):
+        original_line(entries, str(path), 1)
+
+
+def test_a_grown_file_keeps_its_earlier_lines_and_each_batch_its_own(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'{"a":1}\n')
+    first = _entry(path, "b1")
+    path.write_bytes(b'{"a":1}\n{"a":2}\n')
+    grown = _entry(path, "b2", first_line=2)
+    pending = _entry(path, "b3", state=PENDING)
+    entries = [first, grown, pending]
+    assert original_line(entries, str(path), 1, batch_id="b1") == b'{"a":1}'
+    assert original_line(entries, str(path), 2) == b'{"a":2}'
+    with pytest.raises(LineageError, match="in batch b1"):
+        original_line(entries, str(path), 2, batch_id="b1")
+    assert read_line(path, 2) == b'{"a":2}'
