@@ -12,6 +12,7 @@ from dynamic_ddl.ingest.parse import (
     REJECT_REASON,
     LineLimits,
     infer_schema,
+    is_strict_json,
     line_numbers,
     parse_lines,
     read_text_lines,
@@ -101,3 +102,26 @@ def test_keys_differing_only_in_case_are_both_inferred(spark, tmp_path):
     schema = infer_schema(spark, [path])
     # A null key is inferred too (a path gets a column once a record holds a value).
     assert schema.simpleString() == "struct<State:string,n:string,state:string>"
+
+
+STRICT = ['{"id": 1}', '{"id": 1}  \t', '{"s": "]\\",\\"}"}', '{"a": [1, "x", {"b": null}]}']
+LENIENT = [
+    '{"id": 1}]{"b": 2}',  # ends the wrapping array early
+    '{"id": 1},"x": null',  # continues an object, with nulls only
+    '{"id": 1}}x',
+    '{"id": 1},"',
+    '{"id": 1},',
+    '{"id": 1},"abc',
+    '{"id": 1},{"id": 2}',
+    '{"id": 1} x',
+    '{"id": 1, "id": 2}',
+    '{"id": NaN}',
+    "{'id': 1}",
+    '{"s": "\\ud800"}',
+]
+
+
+def test_only_one_strict_json_value_per_line_passes(spark):
+    lines = spark.createDataFrame([(line,) for line in STRICT + LENIENT], "line string")
+    verdicts = dict(lines.select("line", is_strict_json(F.col("line")).alias("ok")).collect())
+    assert [line for line in STRICT + LENIENT if verdicts[line]] == STRICT

@@ -38,6 +38,7 @@ Inbox paths are handed to Spark literally (`literal_path`): a file named
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -267,14 +268,19 @@ def is_strict_json(line: Column) -> Column:
 
     The VARIANT parser refuses repeated keys, lone surrogates and NaN, but,
     like Jackson, stops at the end of the first value and ignores the rest.
-    So the line is parsed inside an array and inside an object: text after
-    the value can continue at most one of the two (`]` closes only the
-    array, `,"k":1` continues only the object), so both parse only when
-    there is none.
+    So the line is parsed as the first element of an array whose second
+    element is a random token: `[<line>,"<token>"]`. Text after the value
+    either breaks the parse, or ends the array early (`]...`), or adds
+    elements (`,...`); in each case the second element is not the token,
+    unless the line holds the token itself, which is new for every batch
+    and never written anywhere. One parse per line (two for the array and
+    object wraps this replaced: about 1 s of 6 for 400k lines).
     """
-    in_array = F.try_parse_json(F.concat(F.lit("["), line, F.lit("]")))
-    in_object = F.try_parse_json(F.concat(F.lit('{"k":'), line, F.lit("}")))
-    return F.coalesce(in_array.isNotNull() & in_object.isNotNull(), F.lit(False))
+    token = secrets.token_hex(16)
+    wrapped = F.try_parse_json(F.concat(F.lit("["), line, F.lit(f',"{token}"]')))
+    # The token can be element 1 only if the array got to our suffix right after the value.
+    second = F.try_variant_get(wrapped, "$[1]", "string")
+    return F.coalesce(second == F.lit(token), F.lit(False))
 
 
 def rejection_reason(
@@ -297,7 +303,8 @@ def rejection_reason(
             .otherwise(F.lit("not_an_object")),
         )
         .when(~is_strict_json(line), F.lit("not_strict_json"))
-        .when(line.rlike(EMPTY_KEY), F.lit("empty_key"))
+        # The regex only where `""` occurs: run on every line it cost a fifth of the parse.
+        .when(F.contains(line, F.lit('""')) & line.rlike(EMPTY_KEY), F.lit("empty_key"))
         .when(
             deeper_than(record, positional_type(schema), limits.max_depth),
             F.lit("nesting_too_deep"),
