@@ -46,19 +46,7 @@ def main() -> None:
     )
     measured = ingestion.measure()
     ingestion.chart(measured, project_root() / "docs" / "ingestion_throughput.png")
-    sections.append(
-        "## Raw ingestion\n\n"
-        "device_events from the sample generator at 1x, 4x and 16x; one local[2] "
-        "session (4 GiB driver), warmed up; median of 3 runs. `ours new` is the whole raw "
-        "model's work (`ingest_topic` into an empty schema: ledger, schema inference, "
-        "one parse into staging, flatten, child table, quarantine, "
-        "registry); `ours known` the same for a topic whose tables exist (an earlier, "
-        "smaller batch, not timed); `bare` is "
-        "`spark.read.json(files).write.parquet(out)`; `naive` explodes every leaf to "
-        "key/value rows and pivots back with MAX(CASE WHEN) by event id and timestamp.\n\n"
-        "Command: `make bench` (or `.venv/bin/python bench/ingestion.py`).\n\n"
-        + ingestion.report(measured)
-    )
+    sections.append(ingestion.section(measured))
     sections.append(
         "## Upsert vs rebuild\n\n"
         "A batch into a table of 100 day partitions (1x) and 1,000 (10x), 100,000 rows "

@@ -273,12 +273,14 @@ def _overwrite_topic(
 
 
 def write_quarantine(
-    spark: SparkSession, table: str, rows: DataFrame, topic: str, batch_id: str
+    spark: SparkSession, table: str, rows: DataFrame | None, topic: str, batch_id: str
 ) -> None:
-    """Replace the batch's quarantine partition with `rows`."""
+    """Replace the batch's quarantine partition with `rows` (None: no line was rejected,
+    so only an earlier attempt's partition is dropped, with no Spark job)."""
     partition = partition_spec(["topic", "batch_id"], [topic, batch_id])
     spark.sql(f"alter table {table} drop if exists {partition}")
-    aligned(spark, table, rows).write.insertInto(table, overwrite=True)
+    if rows is not None:
+        aligned(spark, table, rows).write.insertInto(table, overwrite=True)
 
 
 def newest_committed_batch(sql: Sql, table: str) -> tuple[bool, str | None]:

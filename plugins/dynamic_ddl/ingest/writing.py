@@ -116,19 +116,12 @@ def write_batch(
         )
         steps.reached("raw.write_child_rows")
         overwrite_partitions(spark, table, rows)
-    # No pass over the staged lines when none was rejected.
-    rejected = _no_lines(spark)
+    # No pass over the staged lines, and no write, when none was rejected.
+    rows = None
     if counts.rejected:
-        rejected = parsed.where(F.col(REJECT_REASON).isNotNull())
-    rows = quarantine_rows(rejected, context)
+        rows = quarantine_rows(parsed.where(F.col(REJECT_REASON).isNotNull()), context)
     steps.reached("raw.write_quarantine")
     write_quarantine(spark, settings.bookkeeping.quarantine, rows, topic.name, context.batch_id)
-
-
-def _no_lines(spark: SparkSession) -> DataFrame:
-    return local_dataframe(
-        spark, [], f"_source_file string, _line_number bigint, line string, {REJECT_REASON} string"
-    )
 
 
 def _parent_keys(topic: TopicConfig, leaves: list[Leaf]) -> dict[str, Leaf]:
