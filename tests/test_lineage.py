@@ -61,3 +61,25 @@ def test_a_grown_file_keeps_its_earlier_lines_and_each_batch_its_own(tmp_path):
     with pytest.raises(LineageError, match="in batch b1"):
         original_line(entries, str(path), 2, batch_id="b1")
     assert read_line(path, 2) == b'{"a":2}'
+
+
+def test_each_batch_gets_the_line_it_read_from_a_file_rewritten_or_completed(tmp_path):
+    path = tmp_path / "a.json.gz"
+    path.write_bytes(gzip.compress(b'{"a":1}\n{"a":'))  # the last line not complete yet
+    first = _entry(path, "b1")
+    path.write_bytes(path.read_bytes() + gzip.compress(b"2}\n"))  # a gzip file is read anew
+    again = _entry(path, "b2")
+    entries = [first, again]
+    assert original_line(entries, str(path), 2, batch_id="b1") == b'{"a":'
+    assert original_line(entries, str(path), 2, batch_id="b2") == b'{"a":2}'
+    with pytest.raises(LineageError, match="pass the row's _batch_id"):
+        original_line(entries, str(path), 2)
+
+    rewritten = tmp_path / "b.json"
+    rewritten.write_bytes(b'{"b":1}\n')
+    old = _entry(rewritten, "b1")
+    rewritten.write_bytes(b'{"b":22}\n')
+    new = _entry(rewritten, "b2")
+    assert original_line([old, new], str(rewritten), 1, batch_id="b2") == b'{"b":22}'
+    with pytest.raises(LineageError, match="changed after batch b1"):
+        original_line([old, new], str(rewritten), 1, batch_id="b1")

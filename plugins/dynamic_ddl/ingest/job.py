@@ -66,7 +66,8 @@ from dynamic_ddl.locks import held
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 
-# Progress of long runs, for whoever watches `dbt run` (dbt's log) or the CLI.
+# Progress of long runs, for whoever watches `dbt run` (bridged into dbt's log by
+# adapter/python_jobs.py) or calls ingest_topic with logging configured.
 PROGRESS = logging.getLogger("dynamic_ddl.ingest")
 
 SUMMARY_COLUMNS = (

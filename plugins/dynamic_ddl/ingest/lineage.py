@@ -3,19 +3,21 @@
 A raw, child or quarantine row names its line by `_source_file` and
 `_line_number`. The ledger holds, per file and batch, the checksum and size
 of the file as that batch read it, and which of its lines it took. Before a
-line is read, the file is checked against that checksum (its first `size`
-bytes: appending to a file changes none of its earlier lines), so a file
-changed or removed since is reported, never guessed at.
+line is read, the file's first `size` bytes are checked against that
+checksum, and the line is read from those bytes only (a later append is
+not what the batch read), so a file changed or removed since is reported,
+never guessed at.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from dynamic_ddl.ingest.ledger import COMMITTED, LedgerEntry, fingerprint
+from dynamic_ddl.ingest.ledger import COMMITTED, LedgerEntry
 
 _CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
@@ -49,7 +51,15 @@ def covering_entry(
             + (f" in batch {batch_id}" if batch_id else "")
             + ": check the row's _source_file, _line_number and _batch_id."
         )
-    return max(candidates, key=lambda e: e.size)
+    if len({e.batch_id for e in candidates}) > 1:
+        # A file rewritten, or grown without a line end at its end, is read anew:
+        # several batches took a line of this number, perhaps not the same line.
+        batches = ", ".join(sorted({e.batch_id for e in candidates}))
+        raise LineageError(
+            f"Line {line_number} of {path} was taken by batches {batches}: pass the row's "
+            "_batch_id as batch_id."
+        )
+    return candidates[0]
 
 
 def check_unchanged(path: Path, entry: LedgerEntry) -> None:
@@ -60,10 +70,10 @@ def check_unchanged(path: Path, entry: LedgerEntry) -> None:
             "original line is gone. Keep inbox files as long as lineage is wanted, or set "
             "keep_raw_json: true on the topic to copy lines into the raw table."
         )
-    size = path.stat().st_size
-    facts = fingerprint(path, entry.size if size > entry.size else None)
-    read = facts.prefix_checksum if size > entry.size else facts.checksum
-    if size < entry.size or read != entry.checksum:
+    digest = hashlib.sha256()
+    for chunk in _raw_chunks(path, entry.size):
+        digest.update(chunk)
+    if path.stat().st_size < entry.size or digest.hexdigest() != entry.checksum:
         raise LineageError(
             f"{path} changed after batch {entry.batch_id} read it (checksum differs from the "
             "ledger's): its lines may not be the ones ingested. Restore the file from a backup "
@@ -71,50 +81,73 @@ def check_unchanged(path: Path, entry: LedgerEntry) -> None:
         )
 
 
-def _decoded_chunks(path: Path) -> Iterator[bytes]:
-    """The file's bytes, gunzipped for `.gz` files (concatenated members too)."""
-    unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
+def _raw_chunks(path: Path, size: int) -> Iterator[bytes]:
+    """The file's first `size` bytes (what its batch read: a later append is not read)."""
+    left = size
     with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            if unzip is None:
-                yield chunk
-                continue
-            text = unzip.decompress(chunk)
-            while unzip.eof and unzip.unused_data:
-                rest = unzip.unused_data
-                unzip = zlib.decompressobj(wbits=47)
-                text += unzip.decompress(rest)
-            yield text
+        while left > 0 and (chunk := handle.read(min(_CHUNK, left))):
+            left -= len(chunk)
+            yield chunk
+
+
+def _decoded_chunks(path: Path, size: int) -> Iterator[bytes]:
+    """The first `size` bytes of the file, gunzipped for `.gz` files (all members)."""
+    unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
+    for chunk in _raw_chunks(path, size):
+        if unzip is None:
+            yield chunk
+            continue
+        text = unzip.decompress(chunk)
+        while unzip.eof and unzip.unused_data:
+            rest = unzip.unused_data
+            unzip = zlib.decompressobj(wbits=47)
+            text += unzip.decompress(rest)
+        yield text
 
 
 def split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
     r"""Lines as Spark's text reader splits them: at LF, CRLF or a bare CR.
 
-    A byte-order mark at the start is not part of the first line.
+    A byte-order mark at the start is not part of the first line. Each chunk
+    is searched once, so a very long line costs no more than its length.
 
     Example:
-        >>> list(split_lines([b"\xef\xbb\xbfa\r", b"\nb\rc\n", b"\n"]))
+        >>> list(split_lines([b"\xef\xbb", b"\xbfa\r", b"\nb\rc\n", b"\n"]))
         [b'a', b'b', b'c', b'']
     """
-    pending, first = b"", True
+    parts: list[bytes] = []  # the line so far, from earlier chunks
+    after_cr = False
+    for chunk in _without_bom(chunks):
+        if not chunk:  # gunzipping may give nothing for a while: a CR stays pending
+            continue
+        start = 1 if after_cr and chunk.startswith(b"\n") else 0  # the LF of a split CRLF
+        for end in _LINE_END.finditer(chunk, start):
+            yield b"".join([*parts, chunk[start : end.start()]])
+            parts, start = [], end.end()
+        after_cr = chunk.endswith(b"\r") and start == len(chunk)
+        parts.append(chunk[start:])
+    if any(parts):
+        yield b"".join(parts)
+
+
+def _without_bom(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The chunks without a byte-order mark at the start (even one split across chunks)."""
+    head = b""
+    chunks = iter(chunks)
     for chunk in chunks:
-        data = pending + chunk
-        if first:
-            data, first = data.removeprefix(_BOM), False
-        start = 0
-        for end in _LINE_END.finditer(data):
-            if end.group() == b"\r" and end.end() == len(data):
-                break  # perhaps the CR of a CRLF the next chunk completes
-            yield data[start : end.start()]
-            start = end.end()
-        pending = data[start:]
-    if pending:
-        yield pending.removesuffix(b"\r")
+        head += chunk
+        if len(head) >= len(_BOM):
+            break
+    if head:
+        yield head.removeprefix(_BOM)
+    yield from chunks
 
 
-def read_line(path: Path, line_number: int) -> bytes:
-    """Line `line_number` (1-based) of the file, without its line end."""
-    for number, line in enumerate(split_lines(_decoded_chunks(path)), start=1):
+def read_line(path: Path, line_number: int, size: int | None = None) -> bytes:
+    """Line `line_number` (1-based) of the file's first `size` bytes (all of them when
+    None), without its line end."""
+    size = path.stat().st_size if size is None else size
+    for number, line in enumerate(split_lines(_decoded_chunks(path, size)), start=1):
         if number == line_number:
             return line
     raise LineageError(f"{path} has fewer than {line_number} lines.")
@@ -127,4 +160,4 @@ def original_line(
     entry = covering_entry(entries, source_file, line_number, batch_id)
     path = Path(source_file)
     check_unchanged(path, entry)
-    return read_line(path, line_number)
+    return read_line(path, line_number, entry.size)

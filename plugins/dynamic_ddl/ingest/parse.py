@@ -3,9 +3,9 @@
 Spark's JSON reader infers the batch's schema, then `from_json` parses each
 line of `spark.read.text` with that schema (widened by the registry where a
 column already exists). Parsing text rather than reading JSON directly keeps
-the original line for `_raw_json` and for quarantine. Lines carry where
-they were read (`_split_start`, `_row_id`), from which `line_numbers`
-numbers the few that need it.
+each line's place in its file and the text of rejected lines. Lines carry
+where they were read (`_split_start`, `_row_id`), from which `line_numbers`
+numbers them.
 
 Nothing is dropped: a line either parses into an object or carries the
 reason it goes to quarantine:
