@@ -193,6 +193,17 @@ def test_a_bare_carriage_return_ends_a_line_for_the_ledger_too(spark, tmp_path):
     assert_every_line_accounted_for(spark, "hostile_cr")
 
 
+def test_a_file_that_is_only_a_byte_order_mark_has_no_lines(spark, tmp_path):
+    # Found in review: Spark's reader skips the mark and reads nothing; the
+    # ledger counted one line, which no table could account for.
+    (tmp_path / "feed").mkdir()
+    (tmp_path / "feed" / "empty.json").write_bytes(b"\xef\xbb\xbf")
+    (tmp_path / "feed" / "one.json").write_bytes(b'\xef\xbb\xbf{"id": 1}\n')
+    (summary,) = ingest(spark, "hostile_bom", tmp_path)
+    assert (summary.input_lines, summary.raw_rows, summary.quarantined_lines) == (1, 1, 0)
+    assert_every_line_accounted_for(spark, "hostile_bom")
+
+
 def test_a_colon_in_a_file_name_is_read(spark, tmp_path):
     # Found by test_fuzz_ingest: Hadoop's checksummed local filesystem failed on `.a:b.json.crc`.
     write_lines(tmp_path, ":.json", ['{"id": 1}'])

@@ -33,6 +33,8 @@ from dynamic_ddl.ingest.topics import topic_files
 PENDING = "pending"
 COMMITTED = "committed"
 _CHUNK = 1 << 20
+# A byte-order mark: Hadoop's line reader skips it at the start of a file.
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
     digest = hashlib.sha256()
     unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
     count, last = 0, b"\n"
+    head, total = b"", 0  # the first decoded bytes, and how many there are
     prefix: tuple[str, int, bool] | None = None
     offset = 0
     with open(path, "rb") as handle:
@@ -124,7 +127,10 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
             if text:
                 count += count_line_ends(text, after_cr=last == b"\r")
                 last = text[-1:]
+                head, total = (head + text)[:3], total + len(text)
     lines = count + (last not in (b"\n", b"\r"))
+    if total == len(BOM) and head == BOM:
+        lines = 0  # Hadoop's reader skips a leading byte-order mark: nothing is left
     if prefix is None or unzip is not None:
         return Fingerprint(digest.hexdigest(), lines)
     return Fingerprint(digest.hexdigest(), lines, *prefix)

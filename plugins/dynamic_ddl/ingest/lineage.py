@@ -17,10 +17,9 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from dynamic_ddl.ingest.ledger import COMMITTED, LedgerEntry
+from dynamic_ddl.ingest.ledger import BOM, COMMITTED, LedgerEntry
 
 _CHUNK = 1 << 20
-_BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -136,10 +135,10 @@ def _without_bom(chunks: Iterable[bytes]) -> Iterator[bytes]:
     chunks = iter(chunks)
     for chunk in chunks:
         head += chunk
-        if len(head) >= len(_BOM):
+        if len(head) >= len(BOM):
             break
     if head:
-        yield head.removeprefix(_BOM)
+        yield head.removeprefix(BOM)
     yield from chunks
 
 
