@@ -157,9 +157,10 @@ def _tolerating_a_racing_twin(spark: SparkSession, statement: str) -> None:
             raise
 
 
-def _topic_rows(spark: SparkSession, table: str, topic: str) -> list:
+def _topic_table(spark: SparkSession, table: str, topic: str) -> DataFrame:
+    """The topic's partition of a bookkeeping table, as it is now."""
     spark.sql(f"refresh table {table}")  # another session may have rewritten it
-    return spark.table(table).where(F.col("topic") == topic).collect()
+    return spark.table(table).where(F.col("topic") == topic)
 
 
 # A ledger row's columns in LedgerEntry's field order.
@@ -184,9 +185,8 @@ def ledger_entry(row: tuple) -> LedgerEntry:
 
 def read_ledger(spark: SparkSession, table: str, topic: str) -> list[LedgerEntry]:
     """The topic's ledger rows."""
-    spark.sql(f"refresh table {table}")  # another session may have rewritten it
-    rows = spark.table(table).where(F.col("topic") == topic).select(*LEDGER_ENTRY_COLUMNS)
-    return [ledger_entry(tuple(row)) for row in rows.collect()]
+    rows = _topic_table(spark, table, topic).select(*LEDGER_ENTRY_COLUMNS).collect()
+    return [ledger_entry(tuple(row)) for row in rows]
 
 
 def ledger_rows_of_file_sql(table: str, path: str) -> str:
@@ -235,7 +235,7 @@ def read_registry(spark: SparkSession, table: str, topic: str) -> list[RegistryE
             row.status,
         )
         for row in sorted(
-            _topic_rows(spark, table, topic),
+            _topic_table(spark, table, topic).collect(),
             key=lambda r: (r.table_name, r.first_seen_batch, r.json_keys),
         )
     ]

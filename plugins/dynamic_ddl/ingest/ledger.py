@@ -32,7 +32,7 @@ from dynamic_ddl.ingest.topics import topic_files
 
 PENDING = "pending"
 COMMITTED = "committed"
-_CHUNK = 1 << 20
+CHUNK_BYTES = 1 << 20
 # A byte-order mark: Hadoop's line reader skips it at the start of a file.
 BOM = b"\xef\xbb\xbf"
 
@@ -92,6 +92,22 @@ class Fingerprint(NamedTuple):
     prefix_ends_line: bool = False  # whether those bytes end with a line end
 
 
+class Gunzip:
+    """Decompresses a `.gz` file chunk by chunk, across concatenated gzip members."""
+
+    def __init__(self) -> None:
+        self._unzip = zlib.decompressobj(wbits=47)
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The decompressed bytes of `chunk` (may be empty until more is fed)."""
+        text = self._unzip.decompress(chunk)
+        while self._unzip.eof and self._unzip.unused_data:  # the next member
+            rest = self._unzip.unused_data
+            self._unzip = zlib.decompressobj(wbits=47)
+            text += self._unzip.decompress(rest)
+        return text
+
+
 def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
     """SHA-256 of the file's bytes and its line count, in one read of 1 MiB chunks.
 
@@ -101,13 +117,13 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
     same read also hashes the first `prefix_size` bytes (to tell an append).
     """
     digest = hashlib.sha256()
-    unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
+    unzip = Gunzip() if path.name.endswith(".gz") else None
     count, last = 0, b"\n"
-    head, total = b"", 0  # the first decoded bytes, and how many there are
+    first_bytes, total = b"", 0  # the first decoded bytes, and how many there are
     prefix: tuple[str, int, bool] | None = None
     offset = 0
     with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
+        while chunk := handle.read(CHUNK_BYTES):
             if prefix_size is not None and prefix is None and offset + len(chunk) >= prefix_size:
                 head = chunk[: prefix_size - offset]
                 at_boundary = digest.copy()
@@ -117,19 +133,13 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
                 prefix = (at_boundary.hexdigest(), lines, ends)
             offset += len(chunk)
             digest.update(chunk)
-            text = chunk
-            if unzip is not None:
-                text = unzip.decompress(chunk)
-                while unzip.eof and unzip.unused_data:  # concatenated gzip members
-                    rest = unzip.unused_data
-                    unzip = zlib.decompressobj(wbits=47)
-                    text += unzip.decompress(rest)
+            text = chunk if unzip is None else unzip.feed(chunk)
             if text:
                 count += count_line_ends(text, after_cr=last == b"\r")
                 last = text[-1:]
-                head, total = (head + text)[:3], total + len(text)
+                first_bytes, total = (first_bytes + text)[: len(BOM)], total + len(text)
     lines = count + (last not in (b"\n", b"\r"))
-    if total == len(BOM) and head == BOM:
+    if total == len(BOM) and first_bytes == BOM:
         lines = 0  # Hadoop's reader skips a leading byte-order mark: nothing is left
     if prefix is None or unzip is not None:
         return Fingerprint(digest.hexdigest(), lines)

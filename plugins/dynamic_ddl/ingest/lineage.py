@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from dynamic_ddl.ingest.ledger import BOM, COMMITTED, LedgerEntry
+from dynamic_ddl.ingest.ledger import BOM, CHUNK_BYTES, COMMITTED, Gunzip, LedgerEntry
 
-_CHUNK = 1 << 20
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -84,24 +82,16 @@ def _raw_chunks(path: Path, size: int) -> Iterator[bytes]:
     """The file's first `size` bytes (what its batch read: a later append is not read)."""
     left = size
     with open(path, "rb") as handle:
-        while left > 0 and (chunk := handle.read(min(_CHUNK, left))):
+        while left > 0 and (chunk := handle.read(min(CHUNK_BYTES, left))):
             left -= len(chunk)
             yield chunk
 
 
 def _decoded_chunks(path: Path, size: int) -> Iterator[bytes]:
     """The first `size` bytes of the file, gunzipped for `.gz` files (all members)."""
-    unzip = zlib.decompressobj(wbits=47) if path.name.endswith(".gz") else None
+    unzip = Gunzip() if path.name.endswith(".gz") else None
     for chunk in _raw_chunks(path, size):
-        if unzip is None:
-            yield chunk
-            continue
-        text = unzip.decompress(chunk)
-        while unzip.eof and unzip.unused_data:
-            rest = unzip.unused_data
-            unzip = zlib.decompressobj(wbits=47)
-            text += unzip.decompress(rest)
-        yield text
+        yield chunk if unzip is None else unzip.feed(chunk)
 
 
 def split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:

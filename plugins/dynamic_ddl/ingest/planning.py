@@ -17,6 +17,7 @@ from dynamic_ddl.ingest.raw_rows import (
     INDEX_COLUMN,
     OVERFLOW_COLUMN,
     PARENT_PREFIX,
+    RAW_JSON,
     element_leaves,
     table_leaves,
 )
@@ -55,7 +56,7 @@ def pinned_paths(topic: TopicConfig) -> set[JsonPath]:
 def raw_leading(topic: TopicConfig) -> list[tuple[str, str]]:
     """The first columns of a raw table: lineage (the line's place in the inbox, and its
     text when the topic keeps it), then the overflow map."""
-    text = [("_raw_json", "string")] if topic.keep_raw_json else []
+    text = [(RAW_JSON, "string")] if topic.keep_raw_json else []
     return [
         ("_source_file", "string"),
         (LINE_NUMBER, "bigint"),

@@ -9,7 +9,7 @@ from typing import Any
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.ledger import BatchLimits
 from dynamic_ddl.ingest.parse import LineLimits
-from dynamic_ddl.ingest.topics import ConfigError, TopicConfig
+from dynamic_ddl.ingest.topics import TopicConfig, topic_flag
 from dynamic_ddl.locks import LockSettings
 from dynamic_ddl.schema.naming import JsonPath
 from dynamic_ddl.spark_conf import project_root
@@ -38,7 +38,9 @@ class IngestSettings:
             event_time=config["event_time"],
             pinned_paths=tuple(config.get("pinned_paths") or ()),
             event_time_format=config.get("event_time_format"),
-            keep_raw_json=_flag(config, "keep_raw_json"),
+            keep_raw_json=topic_flag(
+                config, "keep_raw_json", f"vars.raw_topics.{config['topic']} in dbt_project.yml"
+            ),
         )
         limits = LineLimits(
             max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),
@@ -57,17 +59,6 @@ class IngestSettings:
             ),
             lock=LockSettings.from_env(config.get("lock_wait_seconds")),
         )
-
-
-def _flag(config: dict[str, Any], name: str) -> bool:
-    """A true/false setting of the topic; anything else is an error that names it."""
-    value = config.get(name, False)
-    if not isinstance(value, bool):
-        raise ConfigError(
-            f"vars.raw_topics.{config['topic']}.{name} in dbt_project.yml must be true or "
-            f"false, not {value!r}."
-        )
-    return value
 
 
 def dotted(path: str) -> JsonPath:

@@ -150,7 +150,13 @@ def rewrite_widened(
         new_location
     )
     steps.reached("widen.create_copy")
-    spark.sql(create_table_sql(staging, table_columns(leading, entries), new_location))
+    # Every column the table has stays, those the topic no longer writes too (a
+    # `_raw_json` a topic stopped keeping holds its old rows' text).
+    columns = table_columns(leading, entries)
+    named = {name.lower() for name, _ in columns}
+    kept = [(f.name, f.dataType.simpleString()) for f in old.schema if f.name.lower() not in named]
+    columns = [*columns[: -len(PARTITION_COLUMNS)], *kept, *PARTITION_COLUMNS]
+    spark.sql(create_table_sql(staging, columns, new_location))
     steps.reached("widen.register_partitions")
     spark.sql(f"msck repair table {staging}")
     catalog.swap_in(spark_sql(spark), staging, table)

@@ -70,8 +70,9 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
     """Validate `vars.raw_topics` and return it as TopicConfig objects.
 
     Example:
-        >>> parse_topics({"raw_topics": {"t": {"record_key": ["id"], "event_time": "ts"}}})
-        {'t': TopicConfig(name='t', record_key=('id',), event_time='ts')}
+        >>> topics = parse_topics({"raw_topics": {"t": {"record_key": ["id"], "event_time": "ts"}}})
+        >>> topics["t"].record_key, topics["t"].event_time, topics["t"].keep_raw_json
+        (('id',), 'ts', False)
     """
     raw_topics = project_vars.get("raw_topics")
     if not isinstance(raw_topics, dict) or not raw_topics:
@@ -106,18 +107,28 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
                 f"{where}: event_time_format must be a Spark datetime pattern, "
                 "e.g. 'dd.MM.yyyy HH:mm'."
             )
-        keep_raw_json = entry.get("keep_raw_json", False)
-        if not isinstance(keep_raw_json, bool):
-            raise ConfigError(f"{where}: keep_raw_json must be true or false.")
         topics[name] = TopicConfig(
             name=name,
             record_key=tuple(record_key),
             event_time=event_time,
             pinned_paths=tuple(pinned),
             event_time_format=event_time_format,
-            keep_raw_json=keep_raw_json,
+            keep_raw_json=topic_flag(entry, "keep_raw_json", where),
         )
     return topics
+
+
+def topic_flag(entry: dict[str, Any], name: str, where: str) -> bool:
+    """A true/false setting of a topic (false when absent); anything else is an error.
+
+    Example:
+        >>> topic_flag({"keep_raw_json": True}, "keep_raw_json", "vars.raw_topics.t")
+        True
+    """
+    value = entry.get(name, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {name} must be true or false, not {value!r}.")
+    return value
 
 
 def inbox_path(project_dir: Path, project_vars: dict[str, Any]) -> Path:

@@ -13,8 +13,6 @@ from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import REJECT_REASON, line_numbers, line_pieces
 from dynamic_ddl.ingest.planning import bare_name, child_leading, child_table_names, raw_leading
 from dynamic_ddl.ingest.raw_rows import (
-    OVERFLOW_COLUMN,
-    RAW_JSON,
     BatchContext,
     child_rows,
     quarantine_rows,
@@ -46,23 +44,10 @@ def prepare_tables(
         table = f"{schema_name}.{name}"
         main = table == settings.table
         leading = raw_leading(settings.topic) if main else child_leading(settings.topic)
-        if main and table_exists(spark, table):
-            leading = _with_kept_text(spark, table, leading)
         widened = {entry.column_name: before for entry, before in plan.widened}
         if widened and table_exists(spark, table):
             rewrite_widened(spark, table, leading, plan.entries, widened)
         ensure_table(spark, table, leading, plan.entries)
-
-
-def _with_kept_text(
-    spark: SparkSession, table: str, leading: list[tuple[str, str]]
-) -> list[tuple[str, str]]:
-    """`leading`, plus `_raw_json` when the table has it: a topic that stops keeping
-    the text keeps the column (and the old rows' text in a widening copy)."""
-    if RAW_JSON in spark.table(table).columns and (RAW_JSON, "string") not in leading:
-        position = [name for name, _ in leading].index(OVERFLOW_COLUMN)
-        return [*leading[:position], (RAW_JSON, "string"), *leading[position:]]
-    return leading
 
 
 def write_batch(
