@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DBT, PROJECT_ROOT, free_port
+from tests.conftest import DBT, PROJECT_ROOT, connect_to_fresh_schema, free_port
 
 
 def dbt_cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -120,6 +120,12 @@ def built_from_scratch(inbox: Path, cwd: Path, env: dict[str, str], *args: str) 
     ran = dbt_cli(["build", *untested, *args, "--vars", variables], cwd, env)
     assert ran.returncode == 0, ran.stdout[-3000:]
     return layer_checksums(cwd, env, *args)
+
+
+def without_java_frames(output: str, keep: int = 6000) -> str:
+    """The end of a dbt output without Java stack frames, so the errors themselves show."""
+    frame = re.compile(r"\s+(at |\.\.\. \d+ more)")
+    return "\n".join(line for line in output.splitlines() if not frame.match(line))[-keep:]
 
 
 def thrift_env(env: dict[str, str], server) -> dict[str, str]:
@@ -348,12 +354,58 @@ def test_two_builds_at_once_on_one_server_equal_one_build(
         time.sleep(offset if name == "first" else 0)
     outputs = [run.communicate(timeout=1200)[0] for run in runs]
     for run, output in zip(runs, outputs, strict=True):
-        assert run.returncode == 0, f"offset {offset:.1f} s:\n{output[-3000:]}"
+        assert run.returncode == 0, f"offset {offset:.1f} s:\n{without_java_frames(output)}"
     waited = [
         output for output in outputs if re.search(r"dbt_run is locked by process \d+", output)
     ]
     assert waited, f"neither run waited for the other (offset {offset:.1f} s)"
     assert checksums(tmp_path, env, "--target", "thrift") == thrift_build["checksums"]
+
+
+def test_a_run_that_waited_for_the_lock_sees_what_the_holder_built(
+    tmp_path, cli_env, thrift_server
+):
+    """dbt lists a schema's tables before on-run-start takes the run lock, so a run that
+    waited must list them again: here the holder creates the seed's table meanwhile, and
+    the waiting `dbt seed` replaces it instead of failing on a table it did not know of."""
+    from dynamic_ddl.catalog import spark_sql
+    from dynamic_ddl.locks import RUN_LOCK, LockSettings, acquire, release
+
+    schema = "waited_for_lock"
+    env = {
+        **thrift_env(cli_env, thrift_server),
+        "DBT_SCHEMA": schema,
+        "DYNAMIC_DDL_LOCK_WAIT_SECONDS": "300",
+    }
+    command = [str(DBT), "seed", "--select", "country_codes", "--target", "thrift"]
+    command += [
+        "--project-dir",
+        str(PROJECT_ROOT),
+        "--profiles-dir",
+        str(PROJECT_ROOT / "profiles"),
+    ]
+    with connect_to_fresh_schema(thrift_server, schema) as session:
+        sql, lock = spark_sql(session), f"{schema}.{RUN_LOCK}"
+        holder = acquire(sql, lock, LockSettings(wait_seconds=0))
+        seed = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        waited = ""
+        while "is locked by" not in waited and seed.poll() is None:
+            waited += seed.stdout.readline()
+        session.sql(f"create table {schema}.country_codes (country_code string) using parquet")
+        release(sql, lock, holder)
+        output = waited + seed.communicate(timeout=600)[0]
+        assert seed.returncode == 0, without_java_frames(output)
+        seeded = session.table(f"{schema}.country_codes")
+        expected = (PROJECT_ROOT / "seeds" / "country_codes.csv").read_text().strip().splitlines()
+        assert "country_name" in seeded.columns
+        assert seeded.count() == len(expected) - 1
 
 
 @pytest.fixture(scope="module")

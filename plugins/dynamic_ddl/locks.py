@@ -15,8 +15,8 @@ process of this host that no longer runs. Take-over renames the stale lock
 away first: of two runs taking over at once, only one rename succeeds.
 
 A run that finds the lock held waits (`lock_wait_seconds`), then fails with a
-message naming the holder. See docs/decisions/0010-locks.md for what the lock
-does not guarantee.
+message naming the holder. See docs/decisions/0010-locks-and-interruptions.md
+for what the lock does not guarantee.
 """
 
 from __future__ import annotations

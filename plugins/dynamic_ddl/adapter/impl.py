@@ -198,7 +198,23 @@ class DynamicSparkAdapter(SparkAdapter):
         except LockTimeout as error:
             raise DbtRuntimeError(str(error)) from None
         _RUN_LOCKS[schema] = lock
+        self._list_cached_schemas_again()
         return holder.describe()
+
+    def _list_cached_schemas_again(self) -> None:
+        """Replace dbt's relation cache, filled before this run held its lock: another run
+        may have built or dropped tables since (and a listing taken while it worked can
+        come back empty), so a model would take an existing table for a missing one."""
+        with self.cache.lock:
+            schemas = set(self.cache.schemas)
+            self.cache.clear()
+        for database, schema in schemas:
+            listed = self.list_relations_without_caching(
+                self.Relation.create(database=database, schema=schema)
+            )
+            self.cache.add_schema(database, schema)
+            for relation in listed:
+                self.cache.add(relation)
 
     @available
     def release_run_lock(self, schema: str) -> None:
