@@ -18,7 +18,7 @@ export DBT_PROJECT_DIR := $(CURDIR)
 DBT := SPARK_CONNECT_AUTHENTICATE_TOKEN="$${SPARK_CONNECT_AUTHENTICATE_TOKEN:-$$($(BIN)/python \
 	-m dynamic_ddl.server token 2>/dev/null)}" $(BIN)/dbt
 
-.PHONY: help setup data run build docs test fuzz soak lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
+.PHONY: help setup data topics run build docs test fuzz soak lint lint-sql bench thrift-up thrift-down thrift-status cluster-up cluster-down docs-serve clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -40,13 +40,16 @@ $(INBOX)/.batch-1: | $(SETUP_STAMP)
 
 data: $(INBOX)/.batch-1 ## Generate sample JSON into data/inbox (skipped when present)
 
-run: setup data ## The main job: dbt build on the embedded target, docs, and a summary
+topics: setup ## Write python_models/raw/raw_<topic>.py for every topic of vars.raw_topics
+	@$(BIN)/python -m dynamic_ddl.ingest topics
+
+run: setup data topics ## The main job: dbt build on the embedded target, docs, and a summary
 	@$(BIN)/python -m dynamic_ddl.ingest check
 	$(DBT) build --target $(TARGET) --vars '{print_summary: true}'
 	$(DBT) docs generate --static --target $(TARGET) --vars '{print_summary: true}' --quiet
 	@echo "Docs: file://$(CURDIR)/target/static_index.html"
 
-build: setup ## dbt build only (TARGET=session|thrift)
+build: setup topics ## dbt build only (TARGET=session|thrift)
 	$(DBT) build --target $(TARGET)
 
 docs: setup ## Generate the static dbt docs site into target/
@@ -76,7 +79,8 @@ SQLFLUFF_FLAGS ?=
 lint-sql: setup ## sqlfluff only; CI adds SQLFLUFF_FLAGS="--format github-annotation-native"
 	$(BIN)/sqlfluff lint --processes 0 $(SQL_PATHS) $(SQLFLUFF_FLAGS)
 
-lint: lint-sql ## sqlfluff on every SQL file, ruff on Python
+lint: lint-sql ## sqlfluff on every SQL file, ruff on Python, raw models match their topics
+	$(BIN)/python -m dynamic_ddl.ingest topics --check
 	$(BIN)/ruff check plugins python_models tests bench lint
 	$(BIN)/ruff format --check plugins python_models tests bench lint
 

@@ -1,8 +1,7 @@
-"""Raw layer of the topic in this file's name (raw_<topic>): see dynamic_ddl.ingest.job.
+"""The raw model of the topic in its name (raw_<topic>): see dynamic_ddl.ingest.job.
 
-Every raw model is this same file: the topic's settings live in
-vars.raw_topics of dbt_project.yml, and the `raw_ingest` materialization
-passes them in as config "raw_ingest".
+Generated from vars.raw_topics by `python -m dynamic_ddl.ingest topics`
+(`make topics`): edit the topic's entry in dbt_project.yml, not this file.
 """
 
 from dynamic_ddl.ingest.job import ingest_topic

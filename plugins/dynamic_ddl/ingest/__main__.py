@@ -1,4 +1,10 @@
-"""CLI: `python -m dynamic_ddl.ingest check [--project-dir DIR]`: is every topic's inbox ready?"""
+"""CLI of the raw layer (`--project-dir DIR` defaults to this project):
+
+python -m dynamic_ddl.ingest check            is every topic's inbox ready?
+python -m dynamic_ddl.ingest topics [--check] write the raw model of every topic
+                                              (raw_models.py); --check: only say
+                                              what is out of date, exit 1 if any
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dynamic_ddl.ingest.raw_models import sync
 from dynamic_ddl.ingest.topics import (
     ConfigError,
     InboxError,
@@ -27,14 +34,34 @@ def check(project_dir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dynamic_ddl.ingest")
-    parser.add_argument("command", choices=["check"])
+    parser.add_argument("command", choices=["check", "topics"])
     parser.add_argument("--project-dir", type=Path, default=project_root())
+    parser.add_argument("--check", action="store_true", help="topics: write nothing")
     args = parser.parse_args(argv)
     try:
-        print(check(args.project_dir))
+        if args.command == "check":
+            print(check(args.project_dir))
+            return 0
+        return topics(args.project_dir, args.check)
     except (ConfigError, InboxError) as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 2
+
+
+def topics(project_dir: Path, check_only: bool) -> int:
+    """Write (or with `check_only`, check) the topics' raw models; 1 when out of date."""
+    report = sync(project_dir, check=check_only)
+    for line in report.lines(checked=check_only):
+        print(line)
+    if check_only and not report.in_sync:
+        print(
+            "ERROR: python_models/raw/ does not match vars.raw_topics;"
+            " run `make topics` (python -m dynamic_ddl.ingest topics).",
+            file=sys.stderr,
+        )
+        return 1
+    if report.in_sync:
+        print("Raw models match vars.raw_topics.")
     return 0
 
 

@@ -10,7 +10,8 @@
           event_time_format: dd.MM.yyyy HH:mm  # optional: tried before ISO 8601, epochs, ...
           keep_raw_json: false           # optional: a copy of each line in _raw_json
 
-Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`.
+Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`;
+its raw model is generated from this entry (raw_models.py, `make topics`).
 """
 
 from __future__ import annotations

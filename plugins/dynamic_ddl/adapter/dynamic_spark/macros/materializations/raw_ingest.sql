@@ -97,3 +97,30 @@ model(dbt, spark)
         {% do adapter.create_bookkeeping_tables(target.schema) %}
     {%- endif -%}
 {% endmacro %}
+
+
+{#
+    Every topic of vars.raw_topics has its raw model: the model files are
+    generated from that config (`make topics`, dynamic_ddl/ingest/raw_models.py),
+    so a topic added without running it would be skipped without a word.
+    Fails the run naming the topics and the command. Called in on-run-start.
+#}
+{% macro check_raw_topics() %}
+    {%- if execute -%}
+        {%- set models = [] -%}
+        {%- for node in graph.nodes.values() if node.resource_type == 'model' -%}
+            {%- do models.append(node.name) -%}
+        {%- endfor -%}
+        {%- set missing = [] -%}
+        {%- for topic in var('raw_topics', {}) if ('raw_' ~ topic) not in models -%}
+            {%- do missing.append(topic) -%}
+        {%- endfor -%}
+        {%- if missing -%}
+            {{ exceptions.raise_compiler_error(
+                "Topics in vars.raw_topics without a raw model: " ~ missing | join(', ')
+                ~ ". Run `make topics` (python -m dynamic_ddl.ingest topics) to write "
+                ~ "python_models/raw/raw_<topic>.py for each, then run again."
+            ) }}
+        {%- endif -%}
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,98 @@
+"""The raw models of the topics: one thin file per entry of `vars.raw_topics`, generated.
+
+dbt needs a file per model, and every raw model is the same file (its
+settings come from `vars.raw_topics`, passed in by the `raw_ingest`
+materialization). So the config is the one source of truth: `sync` writes
+`python_models/raw/raw_<topic>.py` for each configured topic, and removes a
+generated file whose topic left the config. A file someone edited is never
+removed, only reported. `python -m dynamic_ddl.ingest topics` runs it;
+`--check` only says what would change (lint runs that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dynamic_ddl.ingest.topics import load_project_vars, parse_topics
+
+RAW_MODELS_DIR = Path("python_models") / "raw"
+MODEL_PREFIX = "raw_"
+
+TEMPLATE = '''"""The raw model of the topic in its name (raw_<topic>): see dynamic_ddl.ingest.job.
+
+Generated from vars.raw_topics by `python -m dynamic_ddl.ingest topics`
+(`make topics`): edit the topic's entry in dbt_project.yml, not this file.
+"""
+
+from dynamic_ddl.ingest.job import ingest_topic
+
+
+def model(dbt, session):
+    # In the model itself: dbt sets Python models to "table" over dbt_project.yml.
+    dbt.config(materialized="raw_ingest")
+    # Ingestion reads these two tables (fresh, by name); declared so lineage shows it.
+    dbt.source("ingestion", "raw_file_ledger")
+    dbt.source("ingestion", "raw_schema_registry")
+    return ingest_topic(session, dbt.config.get("raw_ingest"))
+'''
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What `sync` did (or, with `check`, would do) to the raw model files."""
+
+    written: list[Path] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
+    kept_edited: list[Path] = field(default_factory=list)  # no topic, edited: left alone
+
+    @property
+    def in_sync(self) -> bool:
+        """Nothing to write or remove (a hand-made file is the user's, not out of date)."""
+        return not (self.written or self.removed)
+
+    def lines(self, checked: bool = False) -> list[str]:
+        """The report as a person reads it, one line per file (`checked`: nothing was done)."""
+        write, remove = ("would write", "would remove") if checked else ("wrote", "removed")
+        return (
+            [f"{write} {path}" for path in self.written]
+            + [f"{remove} {path} (its topic left vars.raw_topics)" for path in self.removed]
+            + [
+                f"left {path}: no topic of that name in vars.raw_topics, and not"
+                " generated; if it was a topic's, add the topic back or delete the file"
+                for path in self.kept_edited
+            ]
+        )
+
+
+def model_file(project_dir: Path, topic: str) -> Path:
+    """Where the raw model of `topic` lives."""
+    return Path(project_dir) / RAW_MODELS_DIR / f"{MODEL_PREFIX}{topic}.py"
+
+
+def sync(project_dir: Path, check: bool = False) -> SyncReport:
+    """Make `python_models/raw/` hold exactly the configured topics' raw models.
+
+    With `check`, nothing is written: the report says what is out of date.
+    Raises topics.ConfigError when `vars.raw_topics` is invalid.
+    """
+    topics = parse_topics(load_project_vars(project_dir))
+    report = SyncReport()
+    wanted = {model_file(project_dir, name) for name in topics}
+    for path in sorted(wanted):
+        if not path.exists() or path.read_text(encoding="utf-8") != TEMPLATE:
+            report.written.append(path)
+            if not check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(TEMPLATE, encoding="utf-8")
+    folder = Path(project_dir) / RAW_MODELS_DIR
+    for path in sorted(folder.glob(f"{MODEL_PREFIX}*.py")):
+        if path in wanted:
+            continue
+        if path.read_text(encoding="utf-8") == TEMPLATE:
+            report.removed.append(path)
+            if not check:
+                path.unlink()
+        else:
+            report.kept_edited.append(path)
+    return report

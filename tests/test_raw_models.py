@@ -1,0 +1,108 @@
+"""Adding a topic is configuration only: its raw model is generated from vars.raw_topics."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dynamic_ddl.ingest.__main__ import main
+from dynamic_ddl.ingest.raw_models import TEMPLATE, model_file, sync
+from tests.conftest import DBT, PROJECT_ROOT
+
+NEW_TOPIC = {"record_key": ["flight.id"], "event_time": "flight.started_at"}
+
+
+def test_the_project_has_one_generated_raw_model_per_topic():
+    """The checked-in raw models are exactly what the config generates."""
+    report = sync(PROJECT_ROOT, check=True)
+    assert report.in_sync, report.lines(checked=True)
+    assert not report.kept_edited
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A copy of the dbt project (no state, no data) that a test may change."""
+    copy = tmp_path / "project"
+    copy.mkdir()
+    shutil.copy(PROJECT_ROOT / "dbt_project.yml", copy)
+    for folder in ("models", "macros", "python_models", "seeds", "tests/data_tests"):
+        shutil.copytree(PROJECT_ROOT / folder, copy / folder)
+    return copy
+
+
+def set_topics(project: Path, change) -> None:
+    """Rewrite the copy's dbt_project.yml with `change(raw_topics)` applied."""
+    path = project / "dbt_project.yml"
+    config = yaml.safe_load(path.read_text())
+    change(config["vars"]["raw_topics"])
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def dbt(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DBT_")}
+    command = [str(DBT), *args, "--project-dir", str(project)]
+    command += ["--profiles-dir", str(PROJECT_ROOT / "profiles")]
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+
+
+def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
+    """A new entry in vars.raw_topics, then `topics`: dbt selects `raw_<topic>`, with the
+    raw_ingest materialization and the ledger and registry upstream in its lineage."""
+    set_topics(project, lambda topics: topics.update(drone_flights=NEW_TOPIC))
+    assert main(["topics", "--check", "--project-dir", str(project)]) == 1
+    assert "would write" in capsys.readouterr().out
+    assert not model_file(project, "drone_flights").exists()
+
+    assert main(["topics", "--project-dir", str(project)]) == 0
+    assert model_file(project, "drone_flights").read_text() == TEMPLATE
+    assert main(["topics", "--check", "--project-dir", str(project)]) == 0
+
+    listed = dbt(
+        project,
+        "ls",
+        "--select",
+        "raw_drone_flights",
+        "--resource-type",
+        "model",
+        "--output",
+        "json",
+    )
+    assert listed.returncode == 0, listed.stdout[-2000:]
+    nodes = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
+    assert [node["name"] for node in nodes] == ["raw_drone_flights"]
+    assert nodes[0]["config"]["materialized"] == "raw_ingest"
+    assert set(nodes[0]["depends_on"]["nodes"]) == {
+        "source.dynamic_ddl.ingestion.raw_file_ledger",
+        "source.dynamic_ddl.ingestion.raw_schema_registry",
+    }
+
+
+def test_a_topic_without_its_raw_model_stops_the_run_naming_the_command(project):
+    """A topic added to the config without `make topics`: dbt fails at the start of the
+    run, naming the topic and the command, instead of skipping the topic without a word."""
+    set_topics(project, lambda topics: topics.update(drone_flights=NEW_TOPIC))
+    run = dbt(project, "run-operation", "check_raw_topics")
+    assert run.returncode != 0
+    assert "drone_flights" in run.stdout and "make topics" in run.stdout
+    assert main(["topics", "--project-dir", str(project)]) == 0
+    run = dbt(project, "run-operation", "check_raw_topics")
+    assert run.returncode == 0, run.stdout[-2000:]
+
+
+def test_a_topic_removed_from_the_config_loses_only_its_generated_model(project, capsys):
+    """The generated model of a removed topic goes; a hand-written raw_*.py stays, reported."""
+    set_topics(project, lambda topics: topics.pop("device_state"))
+    hand_written = project / "python_models" / "raw" / "raw_legacy.py"
+    hand_written.write_text("def model(dbt, session):\n    return None\n")
+    assert main(["topics", "--project-dir", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert not model_file(project, "device_state").exists()
+    assert f"removed {model_file(project, 'device_state')}" in out
+    assert hand_written.exists() and f"left {hand_written}" in out
+    assert model_file(project, "device_events").read_text() == TEMPLATE
