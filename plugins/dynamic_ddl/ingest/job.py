@@ -7,7 +7,8 @@ new files), its steps in the modules named:
 1. record its files in the ledger as `pending` (with their line counts), in
    the batch's own ledger partition (bookkeeping.py);
 2. infer the batch's schema, plan the registry (new, widened, stale
-   columns) (planning.py);
+   columns) (planning.py); a plan that changes a frozen path fails the
+   batch here, once step 3 has counted the values (schema/modes.py);
 3. parse every line once, into the batch's staging Parquet (each line with
    where it was read, its parsed record or its reason for quarantine),
    observing on the way which new paths hold values; the raw, child and
@@ -63,6 +64,7 @@ from dynamic_ddl.ingest.staging import stage_batch, staging_location
 from dynamic_ddl.ingest.tables import remove_local_dir
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
+from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 
@@ -204,6 +206,9 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"
     )
     plans = plan_tables(settings, registry, source, batch.batch_id, carried)
+    frozen = frozen_changes(plans, registry, topic.schema_modes)
+    if frozen:  # before any table is written: the batch stays pending
+        raise SchemaFrozen(frozen_message(settings.table, batch.batch_id, frozen))
     prepare_tables(spark, settings, plans)
     write_batch(spark, settings, context, parsed, counts, source, plans, registry)
 

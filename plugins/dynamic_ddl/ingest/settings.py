@@ -9,7 +9,7 @@ from typing import Any
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.ledger import BatchLimits
 from dynamic_ddl.ingest.parse import LineLimits
-from dynamic_ddl.ingest.topics import TopicConfig, topic_flag
+from dynamic_ddl.ingest.topics import TopicConfig, schema_modes, topic_flag
 from dynamic_ddl.locks import LockSettings
 from dynamic_ddl.schema.naming import JsonPath
 from dynamic_ddl.spark_conf import project_root
@@ -32,15 +32,15 @@ class IngestSettings:
     def from_config(cls, config: dict[str, Any]) -> IngestSettings:
         """Settings from the dict the `raw_ingest` materialization passes to the model."""
         inbox = Path(config["inbox_dir"])
+        where = f"vars.raw_topics.{config['topic']} in dbt_project.yml"
         topic = TopicConfig(
             name=config["topic"],
             record_key=tuple(config["record_key"]),
             event_time=config["event_time"],
             pinned_paths=tuple(config.get("pinned_paths") or ()),
             event_time_format=config.get("event_time_format"),
-            keep_raw_json=topic_flag(
-                config, "keep_raw_json", f"vars.raw_topics.{config['topic']} in dbt_project.yml"
-            ),
+            keep_raw_json=topic_flag(config, "keep_raw_json", where),
+            schema_modes=schema_modes(config.get("schema_mode"), where),
         )
         limits = LineLimits(
             max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),

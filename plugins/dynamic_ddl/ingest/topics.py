@@ -9,6 +9,8 @@
           pinned_paths: [_data.device.model]  # optional: columns first when the cap must choose
           event_time_format: dd.MM.yyyy HH:mm  # optional: tried before ISO 8601, epochs, ...
           keep_raw_json: false           # optional: a copy of each line in _raw_json
+          schema_mode: evolve            # optional: or freeze, per path prefix too
+                                         # (schema/modes.py)
 
 Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`;
 its raw model is generated from this entry (raw_models.py, `make topics`).
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from dynamic_ddl.schema.modes import SchemaModes
 
 # The usual names of JSON-lines files, plain or gzipped.
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz")
@@ -50,6 +54,8 @@ class TopicConfig:
     # The inbox is the raw archive (rows point at it by _source_file and
     # _line_number); a copy of each line in the raw table only on request.
     keep_raw_json: bool = False
+    # How its schema may change, per path prefix (evolve or freeze).
+    schema_modes: SchemaModes = SchemaModes()
 
 
 def load_project_vars(project_dir: Path) -> dict[str, Any]:
@@ -115,8 +121,17 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
             pinned_paths=tuple(pinned),
             event_time_format=event_time_format,
             keep_raw_json=topic_flag(entry, "keep_raw_json", where),
+            schema_modes=schema_modes(entry.get("schema_mode"), where),
         )
     return topics
+
+
+def schema_modes(value: Any, where: str) -> SchemaModes:
+    """A topic's `schema_mode` setting; a wrong one is a ConfigError naming the setting."""
+    try:
+        return SchemaModes.from_config(value, where)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def topic_flag(entry: dict[str, Any], name: str, where: str) -> bool:

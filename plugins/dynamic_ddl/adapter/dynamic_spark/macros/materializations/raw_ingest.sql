@@ -62,6 +62,7 @@
         'pinned_paths': entry.get('pinned_paths', []),
         'event_time_format': entry.get('event_time_format'),
         'keep_raw_json': entry.get('keep_raw_json', false),
+        'schema_mode': entry.get('schema_mode'),
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,

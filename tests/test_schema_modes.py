@@ -1,0 +1,98 @@
+"""Schema modes per topic and path prefix: a frozen path fails the batch, naming it, and
+nothing is written until the feed or the mode changes."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import LongType, StringType
+
+from dynamic_ddl.ingest.topics import ConfigError, parse_topics
+from dynamic_ddl.schema.flatten import Leaf
+from dynamic_ddl.schema.modes import SchemaFrozen, SchemaModes, frozen_changes
+from dynamic_ddl.schema.registry import plan_schema
+from tests.test_hostile_inbox import assert_every_line_accounted_for, ingest, write_lines
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("rescue", "one of evolve, freeze, not 'rescue'"),
+        ({"*": "freze"}, r"schema_mode of '\*' must be one of evolve, freeze, not 'freze'"),
+        ({"": "freeze"}, "a JSON path prefix or"),
+        ([], "or a mapping of JSON path prefix to mode"),
+    ],
+)
+def test_a_wrong_schema_mode_names_the_setting(value, message):
+    entry = {"record_key": "id", "event_time": "ts", "schema_mode": value}
+    with pytest.raises(ConfigError, match=message):
+        parse_topics({"raw_topics": {"t": entry}})
+
+
+def test_the_longest_matching_prefix_decides_a_paths_mode():
+    modes = SchemaModes.from_config(
+        {"*": "freeze", "_data": "evolve", "_data.device": "freeze"}, "t"
+    )
+    assert modes.mode_of(("id",)) == "freeze"
+    assert modes.mode_of(("_data", "extra")) == "evolve"
+    assert modes.mode_of(("_data", "device", "battery")) == "freeze"
+    assert modes.mode_of(("_data", "devices")) == "evolve"  # a prefix is whole keys
+    assert modes.mode_of(("_data", "device", "[]", "x")) == "freeze"  # array elements too
+    assert SchemaModes.from_config(None, "t").mode_of(("a",)) == "evolve"
+
+
+def test_only_changes_on_frozen_paths_count_and_never_on_the_first_batch():
+    modes = SchemaModes.from_config({"a": "freeze"}, "t")
+    first = plan_schema([], [Leaf(("a", "n"), LongType())], "t", "raw_t", "b1", 10)
+    assert frozen_changes({"raw_t": first}, [], modes) == []  # the first batch sets the schema
+    leaves = [
+        Leaf(("a", "n"), StringType()),  # bigint -> string
+        Leaf(("a", "new"), LongType()),
+        Leaf(("b",), LongType()),  # not frozen
+    ]
+    second = plan_schema(first.entries, leaves, "t", "raw_t", "b2", 10)
+    assert frozen_changes({"raw_t": second}, first.entries, modes) == [
+        "a.n (bigint -> string)",
+        "a.new (new key)",
+    ]
+
+
+def test_a_frozen_topic_fails_a_changing_batch_without_writing_then_takes_it_once_thawed(
+    spark, tmp_path
+):
+    """Batch 1 sets the schema. Batch 2 brings a new nested key and a new type under the
+    frozen prefix: the run fails naming both, no table changes, the batch stays pending
+    (and fails again on the next run). With the prefix thawed, the same batch goes in."""
+    schema, frozen = "modes_freeze", {"schema_mode": {"_data": "freeze"}}
+    write_lines(tmp_path, "1.json", ['{"id": 1, "ts": "2026-11-01", "_data": {"n": 1}}'])
+    ingest(spark, schema, tmp_path, **frozen)
+    write_lines(
+        tmp_path,
+        "2.json",
+        [
+            '{"id": 2, "ts": "2026-11-02", "_data": {"n": "two", "deep": {"k": true}}}',
+            '{"id": 3, "ts": "2026-11-02", "other": 1}',  # outside the prefix: no objection
+        ],
+    )
+    before = {
+        table: sorted(map(tuple, spark.table(f"{schema}.{table}").collect()))
+        for table in ("raw_feed", "raw_schema_registry")
+    }
+    for _ in range(2):  # a retry fails the same way
+        with pytest.raises(SchemaFrozen) as failed:
+            ingest(spark, schema, tmp_path, **frozen)
+        assert "_data.deep.k (new key), _data.n (bigint -> string)" in str(failed.value)
+        assert "other" not in str(failed.value) and "stays pending" in str(failed.value)
+        for table, rows in before.items():
+            assert sorted(map(tuple, spark.table(f"{schema}.{table}").collect())) == rows
+    states = spark.table(f"{schema}.raw_file_ledger").groupBy("state").count().collect()
+    assert {row.state: row["count"] for row in states} == {"committed": 1, "pending": 1}
+
+    (summary,) = ingest(spark, schema, tmp_path, schema_mode={"_data": "evolve"})
+    assert (summary.raw_rows, summary.columns_added, summary.columns_widened) == (2, 2, 1)
+    rows = spark.table(f"{schema}.raw_feed").select("id", "data_n", "data_deep_k", "other")
+    assert sorted(map(tuple, rows.collect())) == [
+        (1, "1", None, None),
+        (2, "two", True, None),
+        (3, None, None, 1),
+    ]
+    assert_every_line_accounted_for(spark, schema)
