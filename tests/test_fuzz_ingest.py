@@ -14,9 +14,11 @@ SparkSession. After every batch:
   `_source_file` and `_line_number` (ingest/lineage.py, checked against the
   ledger), a rejected one its quarantine entry's text or bytes;
 - every value of an accepted record (not null, not an empty object or
-  array; "" is a value) is held by its row: in the column of its path (or
-  of an enclosing path, once types conflicted) or in `_overflow`. Values
-  inside arrays of objects (child tables) are not checked here.
+  array; "" is a value) is held by its row: in the column of its path or
+  its `__text` companion (or of an enclosing path, once an object met a
+  scalar), or in `_overflow`; an integer a number column holds is that
+  integer exactly (never rounded through a double). Values inside arrays of
+  objects (child tables) are not checked here.
 
 Not checked, because it does not hold: that a fresh ingestion of the whole
 inbox gives columns to the same paths as the batch-by-batch one. A path
@@ -186,14 +188,26 @@ def check_values(row, text: str, registry: dict[tuple, str]) -> None:
     assert isinstance(record, dict), f"accepted a line that is not a JSON object: {text}"
     overflow = row._overflow or {}
     values = row.asDict()
-    for path, _ in _leaves(record):
+    for path, value in _leaves(record):
         prefixes = [path[:end] for end in range(len(path), 0, -1)]
         in_column = any(
-            prefix in registry and values.get(registry[prefix]) is not None for prefix in prefixes
+            prefix in registry
+            and (
+                values.get(registry[prefix]) is not None
+                or values.get(registry[prefix] + "__text") is not None
+            )
+            for prefix in prefixes
         )
+        held = values.get(registry.get(path, ""))
+        if _is_number(value) and isinstance(value, int) and _is_number(held):
+            assert held == value, f"{path} of {text} is held as {held!r}"
         in_overflow = any(display_path(prefix) in overflow for prefix in prefixes)
         under_array = any(isinstance(_at(record, prefix), list) for prefix in prefixes[1:])
         assert in_column or in_overflow or under_array, f"lost {path} of {text}"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _at(record, path):

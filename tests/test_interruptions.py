@@ -37,7 +37,8 @@ BATCH_1 = [
     '{"id": "2", "ts": "2026-11-02T08:00:00Z", "n": 2, "s": "b"}',
     "not json",
 ]
-# Widens n (bigint -> string), adds a column, writes child rows, rejects a line.
+# Brings text to n (a bigint column: its __text companion is added), adds a column,
+# writes child rows, rejects a line.
 BATCH_2 = [
     '{"id": "3", "ts": "2026-11-02T09:00:00Z", "n": "three", "s": "c", "flag": true,'
     ' "tags": [{"k": "x"}, {"k": "y"}]}',
@@ -357,15 +358,9 @@ RAW_STEPS = ("raw.",)  # the lock's own steps: lock_take_over
 SCENARIOS = [
     # Every step of a raw batch, on a first batch (tables created) ...
     Scenario("raw_first_batch", _first_batch, _ingest, _raw_whole, RAW_STEPS),
-    # ... and of a widening rewrite and its swap, on a batch that widens a column and
-    # adds one.
-    Scenario(
-        "raw_widening_batch",
-        _second_batch,
-        _ingest,
-        _raw_whole,
-        ("widen.", "swap.", "raw.add_columns"),
-    ),
+    # ... and on a later batch that adds a column and a text companion (a type
+    # conflict), then writes raw, child and quarantine rows.
+    Scenario("raw_type_conflict_batch", _second_batch, _ingest, _raw_whole, RAW_STEPS),
     # A ledger of the first layout moved to one partitioned by batch.
     Scenario(
         "ledger_migration",

@@ -22,7 +22,7 @@ def test_first_batch_adds_every_leaf():
     )
 
 
-def test_drift_adds_widens_and_marks_stale():
+def test_drift_adds_columns_flags_conflicts_and_marks_stale_without_changing_a_type():
     first = plan_schema(
         [],
         [Leaf(("id",), LongType()), Leaf(("alt",), DoubleType()), Leaf(("n",), LongType())],
@@ -38,16 +38,19 @@ def test_drift_adds_widens_and_marks_stale():
         "raw_t",
         "b2",
         10,
+        misfits={("id",): 3, ("n",): 0},  # every n fits bigint (2.0, say); some ids do not
     )
     by_name = {e.column_name: e for e in second.entries}
-    assert by_name["id"].data_type == "string" and by_name["id"].first_seen_batch == "b1"
-    assert by_name["n"].data_type == "double" and by_name["n"].last_seen_batch == "b2"
+    assert by_name["id"].data_type == "bigint" and by_name["id"].first_seen_batch == "b1"
+    assert by_name["n"].data_type == "bigint" and by_name["n"].last_seen_batch == "b2"
     assert by_name["alt"].status == STALE and by_name["alt"].last_seen_batch == "b1"
     assert [e.column_name for e in second.added] == ["new"]
-    assert sorted((e.column_name, before) for e, before in second.widened) == [
-        ("id", "bigint"),
-        ("n", "bigint"),
+    assert sorted((e.column_name, seen) for e, seen in second.conflicts) == [
+        ("id", "string"),
+        ("n", "double"),
     ]
+    assert second.text_paths() == {("id",), ("n",)}
+    assert second.text_columns() == [("id__text", "string")]
     assert add_columns_sql("raw.t", []) is None
 
 

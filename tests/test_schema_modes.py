@@ -45,13 +45,15 @@ def test_only_changes_on_frozen_paths_count_and_never_on_the_first_batch():
     first = plan_schema([], [Leaf(("a", "n"), LongType())], "t", "raw_t", "b1", 10)
     assert frozen_changes({"raw_t": first}, [], modes) == []  # the first batch sets the schema
     leaves = [
-        Leaf(("a", "n"), StringType()),  # bigint -> string
+        Leaf(("a", "n"), StringType()),  # text in a bigint column
         Leaf(("a", "new"), LongType()),
         Leaf(("b",), LongType()),  # not frozen
     ]
-    second = plan_schema(first.entries, leaves, "t", "raw_t", "b2", 10)
-    assert frozen_changes({"raw_t": second}, first.entries, modes) == [
-        "a.n (bigint -> string)",
+    fitting = plan_schema(first.entries, leaves, "t", "raw_t", "b2", 10, misfits={("a", "n"): 0})
+    assert frozen_changes({"raw_t": fitting}, first.entries, modes) == ["a.new (new key)"]
+    second = plan_schema(first.entries, leaves, "t", "raw_t", "b2", 10, misfits={("a", "n"): 2})
+    assert frozen_changes({"raw_t": second}, first.entries, modes, {("a", "n"): "string"}) == [
+        "a.n (string values in a bigint column)",
         "a.new (new key)",
     ]
 
@@ -80,19 +82,21 @@ def test_a_frozen_topic_fails_a_changing_batch_without_writing_then_takes_it_onc
     for _ in range(2):  # a retry fails the same way
         with pytest.raises(SchemaFrozen) as failed:
             ingest(spark, schema, tmp_path, **frozen)
-        assert "_data.deep.k (new key), _data.n (bigint -> string)" in str(failed.value)
-        assert "other" not in str(failed.value) and "stays pending" in str(failed.value)
+        message = str(failed.value)
+        assert "_data.deep.k (new key), _data.n (string values in a bigint column)" in message
+        assert "other" not in message and "stays pending" in message
         for table, rows in before.items():
             assert sorted(map(tuple, spark.table(f"{schema}.{table}").collect())) == rows
     states = spark.table(f"{schema}.raw_file_ledger").groupBy("state").count().collect()
     assert {row.state: row["count"] for row in states} == {"committed": 1, "pending": 1}
 
     (summary,) = ingest(spark, schema, tmp_path, schema_mode={"_data": "evolve"})
-    assert (summary.raw_rows, summary.columns_added, summary.columns_widened) == (2, 2, 1)
-    rows = spark.table(f"{schema}.raw_feed").select("id", "data_n", "data_deep_k", "other")
+    assert (summary.raw_rows, summary.columns_added, summary.values_as_text) == (2, 2, 1)
+    columns = ["id", "data_n", "data_n__text", "data_deep_k", "other"]
+    rows = spark.table(f"{schema}.raw_feed").select(*columns)
     assert sorted(map(tuple, rows.collect())) == [
-        (1, "1", None, None),
-        (2, "two", True, None),
-        (3, None, None, 1),
+        (1, 1, None, None, None),
+        (2, None, "two", True, None),
+        (3, None, None, None, 1),
     ]
     assert_every_line_accounted_for(spark, schema)

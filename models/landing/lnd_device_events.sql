@@ -31,7 +31,7 @@ typed as (
         raw_events.data_device_model as device_model,
         raw_events.data_device_firmware as firmware,
         raw_events.data_country as country,
-        cast(raw_events.data_record_id as string) as user_id,
+        {{ exact_column(raw, 'data_record_id', 'string', 'raw_events') }} as user_id,
         raw_events.data_record_email as email,
         raw_events.data_ip as ip_address,
         cast(raw_events.data_device_battery_level_pct as int) as battery_level_pct,

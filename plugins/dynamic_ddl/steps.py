@@ -1,7 +1,7 @@
 """Named steps of the multi-statement protocols, so a test can interrupt at each one.
 
-Every protocol that changes more than one thing (a raw batch, a widening
-rewrite, an upsert commit, a rollback, a swap, a lock take-over) calls
+Every protocol that changes more than one thing (a raw batch, a ledger
+migration, an upsert commit, a rollback, a swap, a lock take-over) calls
 `reached("<protocol>.<step>")` at each boundary between its changes. In
 production that is a lookup of an unset hook. A test installs a hook that
 records the steps of a clean run, then raises (or kills the process) at

@@ -197,20 +197,31 @@ class TestRawIngestion:
 
         assert base64.b64decode(quarantined[3][2]) == INVALID_UTF8
 
-        # Batch 2: id turns to text, qty to double, new attributes beyond the cap.
+        # Batch 2: id turns to text, qty to 2.5, new attributes beyond the cap. No
+        # column changes type: what a column cannot hold is kept in its __text companion.
         _write_batch(inbox / "hostile" / "dt=2026-11-03", BATCH_2)
         run_dbt(["build"])
         columns = self._columns(project, "raw_hostile")
-        assert columns["id"][1] == "string" and columns["Name"][2] == "stale"
+        assert columns["id"][1] == "bigint" and columns["Name"][2] == "stale"
         assert "n.new1" in columns and "new2" in columns and "new3" not in columns
-        ids = self._rows(project, f"select id, _overflow from {raw} order by id")
-        assert [i for i, _ in ids] == ["1", "10", "2", "x-3"]
-        assert ids[3][1] == {"new3": "3", "new4": "4"}
+        ids = self._rows(project, f"select id, id__text, _overflow from {raw} order by id")
+        assert [(i, text) for i, text, _ in ids] == [
+            (None, "x-3"),
+            (1, None),
+            (2, None),
+            (10, None),
+        ]
+        assert ids[0][2] == {"new3": "3", "new4": "4"}
         qty = self._rows(
             project,
-            f"select items_sku, items_qty, items_color from {raw}__items order by items_sku",
+            f"select items_sku, items_qty, items_qty__text, items_color, _parent_id"
+            f" from {raw}__items order by items_sku",
         )
-        assert qty == [("a", 1.0, None), ("b", 2.0, None), ("c", 2.5, "red")]
+        assert qty == [
+            ("a", 1, None, None, "1"),
+            ("b", 2, None, None, "1"),
+            ("c", None, "2.5", "red", "x-3"),
+        ]
 
         # A third run finds nothing new and changes nothing.
         before = self._rows(project, f"select count(*), max(_ingested_at) from {raw}")

@@ -6,14 +6,16 @@ new files), its steps in the modules named:
 
 1. record its files in the ledger as `pending` (with their line counts), in
    the batch's own ledger partition (bookkeeping.py);
-2. infer the batch's schema, plan the registry (new, widened, stale
-   columns) (planning.py); a plan that changes a frozen path fails the
+2. infer the batch's schema, plan the registry (new columns, stale ones,
+   and paths whose values conflict with their column's type, parsed as
+   text) (planning.py); a plan that changes a frozen path fails the
    batch here, once step 3 has counted the values (schema/modes.py);
 3. parse every line once, into the batch's staging Parquet (each line with
    where it was read, its parsed record or its reason for quarantine),
    observing on the way which new paths hold values; the raw, child and
    quarantine writes all read it, and no JSON again (staging.py);
-4. create, widen or `ADD COLUMNS` to the raw table and its child tables;
+4. create the raw table and its child tables, or `ADD COLUMNS` to them
+   (new paths, and the `__text` companions of conflicting values);
 5. write raw rows, child rows and quarantine rows, each into the batch's own
    partitions only (quarantine is skipped when no line was rejected)
    (writing.py);
@@ -65,7 +67,7 @@ from dynamic_ddl.ingest.tables import remove_local_dir
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
 from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message
-from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
+from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan, spark_type
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 
 # Progress of long runs, for whoever watches `dbt run` (bridged into dbt's log by
@@ -74,7 +76,7 @@ PROGRESS = logging.getLogger("dynamic_ddl.ingest")
 
 SUMMARY_COLUMNS = (
     "topic string, batch_id string, files bigint, input_lines bigint, raw_rows bigint, "
-    "quarantined_lines bigint, columns_added bigint, columns_widened bigint"
+    "quarantined_lines bigint, columns_added bigint, values_as_text bigint"
 )
 
 
@@ -89,7 +91,7 @@ class BatchSummary:
     raw_rows: int
     quarantined_lines: int
     columns_added: int
-    columns_widened: int
+    values_as_text: int  # values whose column's type does not hold them: in `__text`
 
 
 def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
@@ -136,13 +138,13 @@ def batch_done(table: str, summaries: list[BatchSummary], seconds: float) -> str
     return (
         f"{table}: batch {last.batch_id} committed in {seconds:.1f} s: "
         f"{last.raw_rows:,} lines accepted, {last.quarantined_lines:,} quarantined, "
-        f"{last.columns_added} columns added, {last.columns_widened} widened "
+        f"{last.columns_added} columns added, {last.values_as_text:,} values kept as text "
         f"(run so far: {accepted:,} accepted, {quarantined:,} quarantined)"
     )
 
 
 def mend_interrupted_swaps(spark: SparkSession, settings: IngestSettings) -> None:
-    """Put back the topic's tables a run killed in the middle of a widening swap left
+    """Put back the topic's tables a run killed in the middle of a swap left
     without their name (catalog.recover_swap), before anything reads them."""
     schema, bare = settings.table.split(".")
     pattern = string_literal(f"{bare}*{RETIRED_SUFFIX}")
@@ -197,16 +199,27 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # Inference sees quarantined lines too: a new path gets a column only if
     # an accepted record holds a value there; the cap ranks by that count.
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
+    conflicts = {
+        entry.json_keys: spark_type(entry.data_type)
+        for plan in draft.values()
+        for entry, _ in plan.conflicts
+    }
+    conflicts_seen = {  # the batch's own types there, before they are parsed as text
+        entry.json_keys: spark_type(seen)
+        for plan in draft.values()
+        for entry, seen in plan.conflicts
+    }
     steps.reached("raw.stage_batch")
-    parsed, counts, carried = stage_batch(
-        spark, settings, list(batch.files), links, source, staging, new_paths
+    parsed, counts, carried, misfits = stage_batch(
+        spark, settings, list(batch.files), links, source, staging, new_paths, conflicts
     )
     PROGRESS.info(
         f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
         f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"
     )
-    plans = plan_tables(settings, registry, source, batch.batch_id, carried)
-    frozen = frozen_changes(plans, registry, topic.schema_modes)
+    plans = plan_tables(settings, registry, source, batch.batch_id, carried, misfits)
+    incoming = {path: data_type.simpleString() for path, data_type in conflicts_seen.items()}
+    frozen = frozen_changes(plans, registry, topic.schema_modes, incoming)
     if frozen:  # before any table is written: the batch stays pending
         raise SchemaFrozen(frozen_message(settings.table, batch.batch_id, frozen))
     prepare_tables(spark, settings, plans)
@@ -227,7 +240,9 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         raw_rows=counts.accepted,
         quarantined_lines=counts.rejected,
         columns_added=sum(len(plan.added) for plan in plans.values()),
-        columns_widened=sum(len(plan.widened) for plan in plans.values()),
+        values_as_text=sum(
+            misfits[entry.json_keys] for plan in plans.values() for entry in plan.texts
+        ),
     )
 
 

@@ -1,7 +1,7 @@
 """A batch of JSON-lines files, parsed once, each line accepted or given a reason.
 
 Spark's JSON reader infers the batch's schema, then `from_json` parses each
-line of `spark.read.text` with that schema (widened by the registry where a
+line of `spark.read.text` with that schema (the registry's types where a
 column already exists). Parsing text rather than reading JSON directly keeps
 each line's place in its file and the text of rejected lines. Lines carry
 where they were read (`_split_start`, `_row_id`), from which `line_numbers`
@@ -173,7 +173,8 @@ def parse_schema(inferred: StructType, known: dict[JsonPath, DataType]) -> Struc
     """The schema lines are parsed with: the registry's type for each leaf it knows.
 
     `known` holds, for leaves of this batch that already have a column, the
-    column's type after widening, which holds every value of the batch.
+    column's type, or string where the batch's values conflict with it
+    (planning.parse_types): their text, which every later step splits.
     """
     return with_leaf_types(exact_numbers(inferred), known)  # type: ignore[arg-type]
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, StructType
+from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 
 from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD
 from dynamic_ddl.ingest.raw_rows import (
@@ -23,6 +23,7 @@ from dynamic_ddl.ingest.raw_rows import (
 )
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.topics import TopicConfig
+from dynamic_ddl.schema.exact import fits
 from dynamic_ddl.schema.flatten import Leaf, field_at
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, assign_column_names, base_column_name
 from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan, plan_schema, spark_type
@@ -85,12 +86,14 @@ def plan_tables(
     source: StructType,
     batch_id: str,
     carried: dict[JsonPath, int] | None = None,
+    misfits: dict[JsonPath, int] | None = None,
 ) -> dict[str, SchemaPlan]:
     """A schema plan per table the batch writes (the raw table, each child table), by bare name.
 
     `carried`, once the batch is parsed, counts the accepted records holding
     a value at each new path: a new path gets a column only if one does,
-    and the cap ranks new paths by it.
+    and the cap ranks new paths by it. `misfits` counts, per conflicting
+    path, the values that need its text companion.
     """
     parent, children = table_leaves(source)
     tables = child_table_names(settings.table, [child.path for child in children], registry)
@@ -112,6 +115,7 @@ def plan_tables(
             settings.max_columns,
             carried,
             pinned_paths(settings.topic),
+            misfits,
         )
         for name, leaves in leaves_by_table.items()
     }
@@ -123,16 +127,19 @@ def bare_name(table: str) -> str:
 
 
 def parse_types(plans: dict[str, SchemaPlan], source: StructType) -> dict[JsonPath, DataType]:
-    """Types to parse the batch's leaves with: each existing column's type after widening."""
+    """Types to parse the batch's leaves with: each existing column's type, or text where
+    the batch's values conflict with it (schema/type_conflicts.py)."""
     parent, children = table_leaves(source)
     paths = {leaf.path for leaf in parent}
     paths |= {leaf.path for child in children for leaf in element_leaves(child)}
-    return {
-        entry.json_keys: spark_type(entry.data_type)
-        for plan in plans.values()
-        for entry in plan.entries
-        if entry.json_keys in paths
-    }
+    types: dict[JsonPath, DataType] = {}
+    for plan in plans.values():
+        as_text = plan.text_paths()
+        for entry in plan.entries:
+            if entry.json_keys in paths:
+                text = entry.json_keys in as_text
+                types[entry.json_keys] = StringType() if text else spark_type(entry.data_type)
+    return types
 
 
 def holds_value(value: Column, data_type: DataType) -> Column:
@@ -142,23 +149,44 @@ def holds_value(value: Column, data_type: DataType) -> Column:
     return value.isNotNull()
 
 
-def _holds_value_at(leaf: Leaf) -> Callable[[Column], Column]:
-    return lambda element: holds_value(field_at(element, leaf.ordinals), leaf.data_type)
-
-
 def value_checks(source: StructType, candidates: set[JsonPath]) -> list[tuple[JsonPath, Column]]:
     """Per candidate path, whether a line's record (parsed with `source`) holds a value there."""
+    return _checks(source, {path: holds_value for path in candidates})
+
+
+def misfit_checks(
+    source: StructType, column_types: dict[JsonPath, DataType]
+) -> list[tuple[JsonPath, Column]]:
+    """Per conflicting path (parsed as text), whether a line's record holds a value there
+    that its column's type (`column_types`) does not hold exactly."""
+
+    def misfit(column_type: DataType) -> Callable[[Column, DataType], Column]:
+        return lambda value, _: value.isNotNull() & ~fits(value, column_type)
+
+    return _checks(source, {path: misfit(t) for path, t in column_types.items()})
+
+
+def _test_at(leaf: Leaf, test: Callable[[Column, DataType], Column]) -> Callable[[Column], Column]:
+    """`test` on an array element's leaf (a one-argument lambda, as `F.exists` wants)."""
+    return lambda element: test(field_at(element, leaf.ordinals), leaf.data_type)
+
+
+def _checks(
+    source: StructType, tests: dict[JsonPath, Callable[[Column, DataType], Column]]
+) -> list[tuple[JsonPath, Column]]:
+    """Per path in `tests`, whether a line's record passes its test at that path (for a
+    child table's path: whether any element does)."""
     record = F.col(RECORD)
     parent, children = table_leaves(source)
     checks: list[tuple[JsonPath, Column]] = [
-        (leaf.path, holds_value(field_at(record, leaf.ordinals), leaf.data_type))
+        (leaf.path, tests[leaf.path](field_at(record, leaf.ordinals), leaf.data_type))
         for leaf in parent
-        if leaf.path in candidates
+        if leaf.path in tests
     ]
     for child in children:
         array = field_at(record, child.ordinals)
         for leaf in element_leaves(child):
-            if leaf.path in candidates:
-                holds = F.exists(array, _holds_value_at(leaf))
+            if leaf.path in tests:
+                holds = F.exists(array, _test_at(leaf, tests[leaf.path]))
                 checks.append((leaf.path, F.coalesce(holds, F.lit(False))))
     return checks

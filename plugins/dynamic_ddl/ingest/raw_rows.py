@@ -18,9 +18,10 @@ from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 
 from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD, REJECT_REASON
 from dynamic_ddl.schema.event_time import event_timestamp_sql
+from dynamic_ddl.schema.exact import exact_value, misfit_text, text_column
 from dynamic_ddl.schema.flatten import ChildArray, Leaf, field_at, split_schema
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, display_path
-from dynamic_ddl.schema.registry import RegistryEntry
+from dynamic_ddl.schema.registry import SchemaPlan, spark_type
 
 OVERFLOW_COLUMN = "_overflow"
 RAW_JSON = "_raw_json"
@@ -109,16 +110,28 @@ def overflow_map(record: Column, leaves: list[Leaf], source: StructType) -> Colu
 
 
 def data_columns(
-    record: Column, leaves: list[Leaf], entries: list[RegistryEntry], source: StructType
+    record: Column, leaves: list[Leaf], plan: SchemaPlan, source: StructType
 ) -> tuple[list[Column], list[Leaf]]:
-    """A column per registry entry (NULL where the batch lacks it), and the leaves left over."""
+    """A column per registry entry (NULL where the batch lacks it), the text companions
+    the batch writes, and the leaves left over.
+
+    A path whose values conflict with its column's type was parsed as text:
+    each value goes to the column when it fits exactly, else to `<column>__text`.
+    """
     by_path = {leaf.path: leaf for leaf in leaves}
+    as_text, texts = plan.text_paths(), {entry.json_keys for entry in plan.texts}
     columns = []
-    for entry in entries:
+    for entry in plan.entries:
         leaf = by_path.get(entry.json_keys)
         value = leaf_value(record, leaf, source) if leaf else F.lit(None)
-        columns.append(value.cast(entry.data_type).alias(entry.column_name))
-    named = {entry.json_keys for entry in entries}
+        column_type = spark_type(entry.data_type)
+        if entry.json_keys in as_text:
+            columns.append(exact_value(value, column_type).alias(entry.column_name))
+        else:
+            columns.append(value.cast(column_type).alias(entry.column_name))
+        if entry.json_keys in texts:
+            columns.append(misfit_text(value, column_type).alias(text_column(entry.column_name)))
+    named = {entry.json_keys for entry in plan.entries}
     return columns, [leaf for leaf in leaves if leaf.path not in named]
 
 
@@ -157,7 +170,7 @@ def raw_rows(
     parsed: DataFrame,
     context: BatchContext,
     source: StructType,
-    entries: list[RegistryEntry],
+    plan: SchemaPlan,
     event_time: JsonPath,
     event_time_format: str | None = None,
     keep_raw_json: bool = False,
@@ -166,7 +179,7 @@ def raw_rows(
     registry's columns, overflow, and the partition columns (_event_date, _batch_id)."""
     record = F.col(RECORD)
     leaves, _ = table_leaves(source)
-    columns, rest = data_columns(record, leaves, entries, source)
+    columns, rest = data_columns(record, leaves, plan, source)
     text = [F.col("line").alias(RAW_JSON)] if keep_raw_json else []
     return with_event_time(accepted(parsed), record, leaves, event_time).select(
         *lineage_columns(context),
@@ -183,7 +196,7 @@ def child_rows(
     context: BatchContext,
     source: StructType,
     child: ChildArray,
-    entries: list[RegistryEntry],
+    plan: SchemaPlan,
     parent_keys: dict[str, Leaf],
     event_time: JsonPath,
     event_time_format: str | None = None,
@@ -202,7 +215,7 @@ def child_rows(
         event_date(event_time_format).alias(EVENT_DATE_COLUMN),
     )
     element = F.col(ELEMENT)
-    columns, rest = data_columns(element, element_leaves(child), entries, child.element)
+    columns, rest = data_columns(element, element_leaves(child), plan, child.element)
     return exploded.select(
         *[F.col(c) for c in exploded.columns if c not in (ELEMENT, EVENT_DATE_COLUMN)],
         overflow_map(element, rest, child.element).alias(OVERFLOW_COLUMN),

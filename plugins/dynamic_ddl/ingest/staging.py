@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StructType
 
 from dynamic_ddl.ingest.ledger import InboxFile
 from dynamic_ddl.ingest.parse import REJECT_REASON, parse_lines, read_text_lines
-from dynamic_ddl.ingest.planning import value_checks
+from dynamic_ddl.ingest.planning import misfit_checks, value_checks
 from dynamic_ddl.ingest.settings import IngestSettings
 from dynamic_ddl.ingest.tables import database_location
 from dynamic_ddl.schema.naming import JsonPath
@@ -30,24 +30,29 @@ def stage_batch(
     source: StructType,
     location: str,
     candidates: set[JsonPath],
-) -> tuple[DataFrame, LineCounts, dict[JsonPath, int]]:
+    conflicts: dict[JsonPath, DataType],
+) -> tuple[DataFrame, LineCounts, dict[JsonPath, int], dict[JsonPath, int]]:
     """Parse the batch's lines once, with `source`, into its staging Parquet at `location`.
 
     Returns the staged lines (`read_text_lines`' columns, `_record`,
-    `_reject_reason`), their counts, and for each of the `candidates` (new
-    paths) the number of accepted records holding a value there. Reading
-    Parquet back is far cheaper than parsing JSON again, and every later pass
-    reads it; a rerun of the batch overwrites it.
+    `_reject_reason`), their counts, for each of the `candidates` (new
+    paths) the number of accepted records holding a value there, and for
+    each of the `conflicts` (paths parsed as text: their column's type) the
+    number holding a value that type does not hold. Reading Parquet back is
+    far cheaper than parsing JSON again, and every later pass reads it; a
+    rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
     lines = read_text_lines(spark, links, [f.path for f in files], [f.first_line for f in files])
     parsed = parse_lines(lines, source, settings.limits, counts)
     checks = value_checks(source, candidates)
+    misfits = misfit_checks(source, conflicts)
     accepted = F.col(REJECT_REASON).isNull()
     parsed = parsed.observe(
         valued,
         F.lit(0).alias("none"),  # an observation needs a metric, even with no candidates
         *[F.count_if(accepted & check).alias(f"path{i}") for i, (_, check) in enumerate(checks)],
+        *[F.count_if(accepted & check).alias(f"misfit{i}") for i, (_, check) in enumerate(misfits)],
     )
     if not settings.topic.keep_raw_json:
         # The inbox keeps the text: staged only for the lines quarantine shows.
@@ -55,8 +60,10 @@ def stage_batch(
     # Staged lines are read once or twice, then deleted: no dictionaries, which
     # for text and ids are built only to be dropped (about 15% of the write).
     parsed.write.mode("overwrite").option("parquet.enable.dictionary", "false").parquet(location)
-    carried = {path: valued.get[f"path{i}"] for i, (path, _) in enumerate(checks)}
-    return spark.read.parquet(location), LineCounts.observed(counts), carried
+    metrics = valued.get
+    carried = {path: metrics[f"path{i}"] for i, (path, _) in enumerate(checks)}
+    misfit = {path: metrics[f"misfit{i}"] for i, (path, _) in enumerate(misfits)}
+    return spark.read.parquet(location), LineCounts.observed(counts), carried, misfit
 
 
 @dataclass(frozen=True)

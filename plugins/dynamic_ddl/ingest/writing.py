@@ -1,4 +1,4 @@
-"""A staged batch written to its tables: create or widen them, then raw, child and
+"""A staged batch written to its tables: create them or add columns, then raw, child and
 quarantine rows, each into the batch's own partitions only."""
 
 from __future__ import annotations
@@ -21,12 +21,7 @@ from dynamic_ddl.ingest.raw_rows import (
 )
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.staging import LineCounts
-from dynamic_ddl.ingest.tables import (
-    ensure_table,
-    overwrite_partitions,
-    rewrite_widened,
-    table_exists,
-)
+from dynamic_ddl.ingest.tables import ensure_table, overwrite_partitions
 from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.flatten import Leaf
 from dynamic_ddl.schema.naming import base_column_name
@@ -38,16 +33,14 @@ PIECES_COLUMNS = "_source_file string, _split_start bigint, _first_row bigint, _
 def prepare_tables(
     spark: SparkSession, settings: IngestSettings, plans: dict[str, SchemaPlan]
 ) -> None:
-    """Create each table, rewrite it if a column widened, add its new columns."""
+    """Create each table, or add its new columns and text companions: no old partition
+    is rewritten, whatever types the batch brings (schema/type_conflicts.py)."""
     schema_name = settings.table.split(".")[0]
     for name, plan in plans.items():
         table = f"{schema_name}.{name}"
         main = table == settings.table
         leading = raw_leading(settings.topic) if main else child_leading(settings.topic)
-        widened = {entry.column_name: before for entry, before in plan.widened}
-        if widened and table_exists(spark, table):
-            rewrite_widened(spark, table, leading, plan.entries, widened)
-        ensure_table(spark, table, leading, plan.entries)
+        ensure_table(spark, table, leading, plan.entries, plan.text_columns())
 
 
 def write_batch(
@@ -66,7 +59,7 @@ def write_batch(
     """
     topic = settings.topic
     event_time = dotted(topic.event_time)
-    entries = plans[bare_name(settings.table)].entries
+    plan = plans[bare_name(settings.table)]
     # Every row gets its line number: the pieces of the batch's files are a
     # few rows per file, computed once here and joined to each write.
     pieces = local_dataframe(spark, line_pieces(parsed).collect(), PIECES_COLUMNS)
@@ -79,7 +72,7 @@ def write_batch(
             parsed,
             context,
             source,
-            entries,
+            plan,
             event_time,
             topic.event_time_format,
             topic.keep_raw_json,
@@ -94,7 +87,7 @@ def write_batch(
             context,
             source,
             child,
-            plans[bare_name(table)].entries,
+            plans[bare_name(table)],
             _parent_keys(topic, parent),
             event_time,
             topic.event_time_format,

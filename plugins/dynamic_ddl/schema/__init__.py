@@ -1,1 +1,1 @@
-"""Schema handling: column naming (and, later, flattening, widening and the registry)."""
+"""Schema handling: column naming, flattening, type conflicts, modes and the registry."""

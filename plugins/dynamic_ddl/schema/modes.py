@@ -1,7 +1,8 @@
 """How a topic's schema may change, per JSON path prefix (`schema_mode` of a topic).
 
-    evolve   a new key becomes a column, a changed type widens (the default)
-    freeze   a batch that brings a new key or a new type to a frozen path
+    evolve   a new key becomes a column, a value its column's type cannot hold
+             goes to the column's `__text` companion (the default)
+    freeze   a batch that brings a new key, or such a value, to a frozen path
              fails before any table is written, naming the paths; it stays
              pending, and the next run tries it again
 
@@ -101,17 +102,25 @@ def _under(path: str, prefix: str) -> bool:
 
 
 def frozen_changes(
-    plans: dict[str, SchemaPlan], registry: list[RegistryEntry], modes: SchemaModes
+    plans: dict[str, SchemaPlan],
+    registry: list[RegistryEntry],
+    modes: SchemaModes,
+    incoming: dict[tuple[str, ...], str] | None = None,
 ) -> list[str]:
     """What a batch's plans change on frozen paths, one line per path; none on a topic's
-    first batch (it sets the schema)."""
+    first batch (it sets the schema). A type change counts only when a value does not
+    fit its column (integers in a double column do); `incoming` names the batch's own
+    type at each such path (the plans hold the text type it is parsed as)."""
     if not registry or not modes.freezes_anything:
         return []
+    incoming = incoming or {}
     changes = []
     for plan in plans.values():
         new = [entry.json_keys for entry in plan.added] + [leaf.path for leaf in plan.overflow]
         changes += [(path, "new key") for path in new]
-        changes += [(e.json_keys, f"{before} -> {e.data_type}") for e, before in plan.widened]
+        for entry in plan.texts:  # values of another type that the column cannot hold
+            values = incoming.get(entry.json_keys, "other")
+            changes.append((entry.json_keys, f"{values} values in a {entry.data_type} column"))
     frozen = [(path, what) for path, what in changes if modes.mode_of(path) == FREEZE]
     return sorted(f"{display_path(path)} ({what})" for path, what in frozen)
 

@@ -1,22 +1,25 @@
 """The schema registry's logic: one entry per column per topic, updated per batch.
 
 Given the registry so far and a batch's leaves, `plan_schema` decides which
-paths get new columns (within the column cap), which columns widen (by the
-policy in widening.py), and which entries are stale (not seen this batch).
-The caller turns the plan into `ALTER TABLE ... ADD COLUMNS` and registry rows.
+paths get new columns (within the column cap), which paths' values conflict
+with their column's type (type_conflicts.py: parsed as text, split between
+the column and its `__text` companion), and which entries are stale (not
+seen this batch). The caller turns the plan into `ALTER TABLE ... ADD
+COLUMNS` and registry rows. A column's type never changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql.types import DataType
 
+from dynamic_ddl.schema.exact import text_column
 from dynamic_ddl.schema.flatten import Leaf
 from dynamic_ddl.schema.naming import JsonPath, assign_column_names, display_path
+from dynamic_ddl.schema.type_conflicts import parses_into
 from dynamic_ddl.schema.variant_schema import parse_variant_type
-from dynamic_ddl.schema.widening import widen
 
 ACTIVE = "active"
 STALE = "stale"
@@ -42,12 +45,23 @@ class RegistryEntry:
 
 @dataclass(frozen=True)
 class SchemaPlan:
-    """What a batch changes: the registry after it, new columns, widened ones, overflow."""
+    """What a batch changes: the registry after it, new columns, type conflicts, overflow."""
 
     entries: list[RegistryEntry]
     added: list[RegistryEntry]
-    widened: list[tuple[RegistryEntry, str]]  # (entry after, type before)
+    # Columns whose batch values have another type (entry, the batch's type): the
+    # batch parses them as text; `texts` are those with values that do not fit.
+    conflicts: list[tuple[RegistryEntry, str]]
     overflow: list[Leaf]
+    texts: list[RegistryEntry] = field(default_factory=list)
+
+    def text_paths(self) -> set[JsonPath]:
+        """Paths this batch parses as text (the conflicts)."""
+        return {entry.json_keys for entry, _ in self.conflicts}
+
+    def text_columns(self) -> list[tuple[str, str]]:
+        """The text companions this batch writes, as (column name, type)."""
+        return [(text_column(entry.column_name), "string") for entry in self.texts]
 
     def new_paths(self) -> set[JsonPath]:
         """Paths the registry did not know: those given columns and those over the cap."""
@@ -71,6 +85,7 @@ def plan_schema(
     max_columns: int,
     carried: Mapping[JsonPath, int] | None = None,
     pinned: Collection[JsonPath] = (),
+    misfits: Mapping[JsonPath, int] | None = None,
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
 
@@ -78,7 +93,9 @@ def plan_schema(
     record key and event time, paths a model names) come first, then the
     paths the most records carry (`carried`: path -> records holding a
     value), then path order. So one misbehaving record with thousands of
-    keys cannot push out the keys every record sends.
+    keys cannot push out the keys every record sends. `misfits` (once the
+    batch is parsed) counts, per conflicting path, the values that do not
+    fit its column: those paths write their text companion.
 
     Example:
         >>> from pyspark.sql.types import LongType
@@ -100,16 +117,18 @@ def plan_schema(
         (leaf.path for leaf in admitted), {path: e.column_name for path, e in by_path.items()}
     )
 
-    entries, widened = [], []
+    entries, conflicts = [], []
     for path, entry in by_path.items():
         if path not in seen:
             entries.append(replace(entry, status=STALE))
             continue
-        new_type = widen(spark_type(entry.data_type), seen[path].data_type).simpleString()
-        updated = replace(entry, data_type=new_type, last_seen_batch=batch_id, status=ACTIVE)
-        if new_type != entry.data_type:
-            widened.append((updated, entry.data_type))
+        updated = replace(entry, last_seen_batch=batch_id, status=ACTIVE)
+        incoming = seen[path].data_type
+        if not parses_into(spark_type(entry.data_type), incoming):
+            conflicts.append((updated, incoming.simpleString()))
         entries.append(updated)
+    misfits = misfits or {}
+    texts = [entry for entry, _ in conflicts if misfits.get(entry.json_keys, 0) > 0]
     added = [
         RegistryEntry(
             topic,
@@ -122,7 +141,7 @@ def plan_schema(
         )
         for leaf in admitted
     ]
-    return SchemaPlan(entries=entries + added, added=added, widened=widened, overflow=overflow)
+    return SchemaPlan(entries + added, added, conflicts, overflow, texts)
 
 
 def add_columns_sql(table: str, added: list[RegistryEntry]) -> str | None:
