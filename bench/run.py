@@ -17,6 +17,7 @@ import global_key  # noqa: E402
 import ingestion  # noqa: E402
 import model_overhead  # noqa: E402
 import pivot  # noqa: E402
+import type_flip  # noqa: E402
 import upsert  # noqa: E402
 
 from dynamic_ddl.spark_conf import project_root  # noqa: E402
@@ -47,6 +48,7 @@ def main() -> None:
     measured = ingestion.measure()
     ingestion.chart(measured, project_root() / "docs" / "ingestion_throughput.png")
     sections.append(ingestion.section(measured))
+    sections.append(type_flip.section(type_flip.measure()))
     sections.append(
         "## Upsert vs rebuild\n\n"
         "A batch into a table of 100 day partitions (1x) and 1,000 (10x), 100,000 rows "

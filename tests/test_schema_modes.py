@@ -100,3 +100,45 @@ def test_a_frozen_topic_fails_a_changing_batch_without_writing_then_takes_it_onc
         (3, None, None, None, 1),
     ]
     assert_every_line_accounted_for(spark, schema)
+
+
+def test_a_wrong_hint_names_the_setting():
+    entry = {"record_key": "id", "event_time": "ts", "hints": {"n": "number"}}
+    with pytest.raises(ConfigError, match="hints.n must be one of string, bigint"):
+        parse_topics({"raw_topics": {"t": entry}})
+
+
+def test_hinted_paths_take_their_type_and_keep_what_it_cannot_hold_as_text(spark, tmp_path):
+    """`hints` type a path's column when it is made (a timestamp from ISO text, a double,
+    a boolean); a value the type cannot hold keeps its exact text in `__text`, never NULL,
+    and the event date still comes from the event time, whatever its column's type."""
+    schema = "modes_hints"
+    write_lines(
+        tmp_path,
+        "1.json",
+        [
+            '{"id": 1, "ts": "2026-11-01T10:00:00Z", "n": 1.5, "flag": true}',
+            '{"id": 2, "ts": "2026-11-01 11:30:00", "n": 9007199254740993, "flag": "yes"}',
+            '{"id": 3, "ts": "yesterday", "n": "n/a"}',
+            '{"id": 4, "ts": 1700000000, "n": 2}',
+        ],
+    )
+    hints = {"ts": "timestamp", "n": "double", "flag": "boolean"}
+    (summary,) = ingest(spark, schema, tmp_path, hints=hints)
+    assert summary.raw_rows == 4
+    raw = spark.table(f"{schema}.raw_feed")
+    types = dict(raw.dtypes)
+    assert (types["ts"], types["n"], types["flag"]) == ("timestamp", "double", "boolean")
+    columns = ["id", "cast(ts as string)", "ts__text", "n", "n__text", "flag", "flag__text"]
+    rows = sorted(map(tuple, raw.selectExpr(*columns).collect()))
+    assert rows == [
+        (1, "2026-11-01 10:00:00", None, 1.5, None, True, None),
+        (2, "2026-11-01 11:30:00", None, None, "9007199254740993", None, "yes"),
+        (3, None, "yesterday", None, "n/a", None, None),
+        (4, None, "1700000000", 2.0, None, None, None),
+    ]
+    dates = dict(raw.selectExpr("id", "cast(_event_date as string)").collect())
+    assert dates == {1: "2026-11-01", 2: "2026-11-01", 3: None, 4: "2023-11-14"}
+    registry = spark.table(f"{schema}.raw_schema_registry").where("table_name = 'raw_feed'")
+    assert {r.column_name: r.data_type for r in registry.collect()}["ts"] == "timestamp"
+    assert_every_line_accounted_for(spark, schema)

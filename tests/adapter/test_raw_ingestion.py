@@ -235,12 +235,17 @@ class TestRawIngestion:
 
 FROZEN_BATCH_1 = [json.dumps({"id": 1, "ts": "2026-11-01T10:00:00Z", "_data": {"n": 1}})]
 FROZEN_BATCH_2 = [json.dumps({"id": 2, "ts": "2026-11-02T10:00:00Z", "_data": {"new": "x"}})]
+HINTED_BATCH = [
+    json.dumps({"id": 1, "ts": "2026-11-01T10:00:00Z"}),
+    json.dumps({"id": 2, "ts": "at tea time"}),
+]
 
 
-class FrozenTopicSuite:
-    """A topic frozen under `_data`, through `dbt build`: the first batch sets the schema,
-    a batch with a new key there fails the raw model naming the path, writes nothing,
-    and stays pending until the path is thawed."""
+class SchemaControlSuite:
+    """Schema control through `dbt`: a topic frozen under `_data` (the first batch sets
+    the schema; a batch with a new key there fails the raw model naming the path,
+    writes nothing, and stays pending until the path is thawed), and a topic whose
+    event time is hinted as a timestamp (what it cannot hold kept as text)."""
 
     @pytest.fixture(scope="class")
     def inbox(self, tmp_path_factory):
@@ -249,8 +254,9 @@ class FrozenTopicSuite:
     @pytest.fixture(scope="class")
     def project_config_update(self, inbox):
         topic = {"record_key": ["id"], "event_time": "ts", "schema_mode": {"_data": "freeze"}}
+        hinted = {"record_key": ["id"], "event_time": "ts", "hints": {"ts": "timestamp"}}
         return {
-            "vars": {"inbox_dir": str(inbox), "raw_topics": {"frozen": topic}},
+            "vars": {"inbox_dir": str(inbox), "raw_topics": {"frozen": topic, "hinted": hinted}},
             "on-run-start": ["{{ create_ingestion_tables() }}"],
         }
 
@@ -258,34 +264,50 @@ class FrozenTopicSuite:
     def models(self):
         from dynamic_ddl.ingest.raw_models import TEMPLATE
 
-        return {"raw_frozen.py": TEMPLATE, "_raw.yml": yaml.safe_dump(_project_sources())}
+        return {
+            "raw_frozen.py": TEMPLATE,
+            "raw_hinted.py": TEMPLATE,
+            "_raw.yml": yaml.safe_dump(_project_sources()),
+        }
 
     def test_a_new_key_under_a_frozen_prefix_fails_the_batch_until_thawed(self, project, inbox):
         raw = f"{project.test_schema}.raw_frozen"
         _write_batch(inbox / "frozen" / "dt=2026-11-01", FROZEN_BATCH_1)
+        _write_batch(inbox / "hinted" / "dt=2026-11-01", HINTED_BATCH)
         run_dbt(["run"])
+        hinted = project.run_sql(
+            f"select id, cast(ts as string), ts__text from {project.test_schema}.raw_hinted"
+            " order by id",
+            fetch="all",
+        )
+        assert [tuple(row) for row in hinted] == [
+            (1, "2026-11-01 10:00:00", None),
+            (2, None, "at tea time"),
+        ]
         _write_batch(inbox / "frozen" / "dt=2026-11-02", FROZEN_BATCH_2)
         _, logs = run_dbt_and_capture(["run"], expect_pass=False)
         assert "_data.new (new key)" in logs and "schema_mode freeze" in logs
         assert project.run_sql(f"select id from {raw}", fetch="all") == [(1,)]
         ledger = project.run_sql(
-            f"select state, count(*) from {project.test_schema}.raw_file_ledger group by 1",
+            f"select state, count(*) from {project.test_schema}.raw_file_ledger"
+            " where topic = 'frozen' group by 1",
             fetch="all",
         )
         assert sorted(map(tuple, ledger)) == [("committed", 1), ("pending", 1)]
-        thawed = json.dumps({"raw_topics": {"frozen": {"record_key": ["id"], "event_time": "ts"}}})
+        thawed = {"record_key": ["id"], "event_time": "ts"}
+        thawed = json.dumps({"raw_topics": {"frozen": thawed, "hinted": thawed}})
         run_dbt(["run", "--vars", thawed])
         rows = project.run_sql(f"select id, data_new from {raw} order by id", fetch="all")
         assert [tuple(row) for row in rows] == [(1, None), (2, "x")]
 
 
-class TestFrozenTopic(FrozenTopicSuite):
+class TestSchemaControl(SchemaControlSuite):
     @pytest.fixture(scope="class")
     def dbt_profile_target(self):
         return session_profile()
 
 
-class TestFrozenTopicThrift(FrozenTopicSuite):
+class TestSchemaControlThrift(SchemaControlSuite):
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, thrift_server):
         from tests.adapter.targets import thrift_profile

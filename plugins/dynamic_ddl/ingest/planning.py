@@ -116,6 +116,7 @@ def plan_tables(
             carried,
             pinned_paths(settings.topic),
             misfits,
+            dict(settings.topic.hints),
         )
         for name, leaves in leaves_by_table.items()
     }

@@ -11,6 +11,7 @@
           keep_raw_json: false           # optional: a copy of each line in _raw_json
           schema_mode: evolve            # optional: or freeze, per path prefix too
                                          # (schema/modes.py)
+          hints: {_data.log_ts: timestamp}   # optional: a path's column type, fixed
 
 Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`;
 its raw model is generated from this entry (raw_models.py, `make topics`).
@@ -25,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from dynamic_ddl.schema.exact import HINT_TYPES
 from dynamic_ddl.schema.modes import SchemaModes
 
 # The usual names of JSON-lines files, plain or gzipped.
@@ -56,6 +58,9 @@ class TopicConfig:
     keep_raw_json: bool = False
     # How its schema may change, per path prefix (evolve or freeze).
     schema_modes: SchemaModes = SchemaModes()
+    # Declared column types: (path as the registry writes it, type). A hinted path's
+    # column takes that type when it is made; values it cannot hold go to `__text`.
+    hints: tuple[tuple[str, str], ...] = ()
 
 
 def load_project_vars(project_dir: Path) -> dict[str, Any]:
@@ -122,8 +127,31 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
             event_time_format=event_time_format,
             keep_raw_json=topic_flag(entry, "keep_raw_json", where),
             schema_modes=schema_modes(entry.get("schema_mode"), where),
+            hints=type_hints(entry.get("hints"), where),
         )
     return topics
+
+
+def type_hints(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """A topic's `hints` (JSON path -> type), checked: each type one of HINT_TYPES.
+
+    Example:
+        >>> type_hints({"_data.log_ts": "TIMESTAMP"}, "t")
+        (('_data.log_ts', 'timestamp'),)
+    """
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: hints must map JSON paths to types, e.g. {{_data.n: double}}.")
+    hints = []
+    for path, data_type in value.items():
+        name = str(data_type).lower()
+        if not isinstance(path, str) or not path or name not in HINT_TYPES:
+            raise ConfigError(
+                f"{where}: hints.{path} must be one of {', '.join(HINT_TYPES)}, not {data_type!r}."
+            )
+        hints.append((path, name))
+    return tuple(hints)
 
 
 def schema_modes(value: Any, where: str) -> SchemaModes:

@@ -11,6 +11,9 @@ companion `<column>__text` (docs/decisions/0005, "Types"):
     double        a JSON number, finite, and for an integer within +-2^53,
                   where every integer is exact (beyond it a double rounds)
     boolean       `true` or `false`
+    date          `YYYY-MM-DD`
+    timestamp     ISO 8601 that Spark reads (`2026-11-01T21:15:50Z`, with an
+                  offset, or UTC when it has none), at most microseconds
     string        anything (the text is the value)
     arrays, ...   the text reads back to the same text through the type
                   (`[1,2]` in array<bigint>; not `[1.5]`)
@@ -28,6 +31,7 @@ from pyspark.sql.types import (
     ArrayType,
     BooleanType,
     DataType,
+    DateType,
     DoubleType,
     FloatType,
     IntegerType,
@@ -36,13 +40,23 @@ from pyspark.sql.types import (
     ShortType,
     StringType,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 TEXT_SUFFIX = "__text"  # column names from naming.py never hold "__": no collision
+# The types a topic may declare for a path (`hints`): those the rules above know.
+HINT_TYPES = ("string", "bigint", "int", "double", "boolean", "date", "timestamp")
 JSON_NUMBER = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 JSON_INTEGER = r"^-?(0|[1-9][0-9]*)$"
 EXACT_DOUBLE_INTEGER = 2**53  # every integer up to this is a double exactly
 LARGEST_DOUBLE = 1.7976931348623157e308
+ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+# A date, `T` or a space, a time to at most microseconds, then Z, an offset or nothing.
+ISO_TIMESTAMP = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?"
+    r"(Z|[+-][0-9]{2}:?[0-9]{2})?$"
+)
 
 
 def text_column(column: str) -> str:
@@ -78,6 +92,10 @@ def _fits(text: Column, data_type: DataType) -> Column:
         )
     if isinstance(data_type, BooleanType):
         return text.isin("true", "false")
+    if isinstance(data_type, DateType):
+        return text.rlike(ISO_DATE) & text.try_cast(data_type).isNotNull()
+    if isinstance(data_type, TimestampType | TimestampNTZType):
+        return text.rlike(ISO_TIMESTAMP) & text.try_cast(data_type).isNotNull()
     if isinstance(data_type, ArrayType | StructType | MapType):
         return F.to_json(F.from_json(text, data_type)) == text
     return text.try_cast(data_type).cast("string") == text

@@ -86,6 +86,7 @@ def plan_schema(
     carried: Mapping[JsonPath, int] | None = None,
     pinned: Collection[JsonPath] = (),
     misfits: Mapping[JsonPath, int] | None = None,
+    hints: Mapping[str, str] | None = None,
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
 
@@ -95,7 +96,9 @@ def plan_schema(
     value), then path order. So one misbehaving record with thousands of
     keys cannot push out the keys every record sends. `misfits` (once the
     batch is parsed) counts, per conflicting path, the values that do not
-    fit its column: those paths write their text companion.
+    fit its column: those paths write their text companion. `hints` (display
+    path -> type) give a new column its type instead of the batch's, which
+    is then a conflict like any other if the batch's type differs.
 
     Example:
         >>> from pyspark.sql.types import LongType
@@ -127,20 +130,18 @@ def plan_schema(
         if not parses_into(spark_type(entry.data_type), incoming):
             conflicts.append((updated, incoming.simpleString()))
         entries.append(updated)
+    hints = hints or {}
+    added = []
+    for leaf in admitted:
+        data_type = hints.get(display_path(leaf.path), leaf.data_type.simpleString())
+        entry = RegistryEntry(
+            topic, table_name, leaf.path, names[leaf.path], data_type, batch_id, batch_id
+        )
+        if not parses_into(spark_type(data_type), leaf.data_type):
+            conflicts.append((entry, leaf.data_type.simpleString()))
+        added.append(entry)
     misfits = misfits or {}
     texts = [entry for entry, _ in conflicts if misfits.get(entry.json_keys, 0) > 0]
-    added = [
-        RegistryEntry(
-            topic,
-            table_name,
-            leaf.path,
-            names[leaf.path],
-            leaf.data_type.simpleString(),
-            batch_id,
-            batch_id,
-        )
-        for leaf in admitted
-    ]
     return SchemaPlan(entries + added, added, conflicts, overflow, texts)
 
 

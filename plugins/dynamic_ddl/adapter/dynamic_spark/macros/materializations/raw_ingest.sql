@@ -63,6 +63,7 @@
         'event_time_format': entry.get('event_time_format'),
         'keep_raw_json': entry.get('keep_raw_json', false),
         'schema_mode': entry.get('schema_mode'),
+        'hints': entry.get('hints'),
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,
