@@ -358,9 +358,16 @@ RAW_STEPS = ("raw.",)  # the lock's own steps: lock_take_over
 SCENARIOS = [
     # Every step of a raw batch, on a first batch (tables created) ...
     Scenario("raw_first_batch", _first_batch, _ingest, _raw_whole, RAW_STEPS),
-    # ... and on a later batch that adds a column and a text companion (a type
-    # conflict), then writes raw, child and quarantine rows.
-    Scenario("raw_type_conflict_batch", _second_batch, _ingest, _raw_whole, RAW_STEPS),
+    # ... and on a later batch, at the steps a first batch does not have: adding a
+    # column and a text companion (a type conflict) to tables that hold rows, then
+    # writing beside those rows.
+    Scenario(
+        "raw_type_conflict_batch",
+        _second_batch,
+        _ingest,
+        _raw_whole,
+        ("raw.add_columns", "raw.write_"),
+    ),
     # A ledger of the first layout moved to one partitioned by batch.
     Scenario(
         "ledger_migration",

@@ -1,4 +1,4 @@
-"""Registry planning across batches: new columns, widening, stale columns, the cap."""
+"""Registry planning across batches: new columns, type conflicts, stale columns, the cap."""
 
 from __future__ import annotations
 

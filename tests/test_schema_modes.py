@@ -142,3 +142,34 @@ def test_hinted_paths_take_their_type_and_keep_what_it_cannot_hold_as_text(spark
     registry = spark.table(f"{schema}.raw_schema_registry").where("table_name = 'raw_feed'")
     assert {r.column_name: r.data_type for r in registry.collect()}["ts"] == "timestamp"
     assert_every_line_accounted_for(spark, schema)
+
+
+def test_hinted_paths_come_first_under_a_full_cap_and_lose_no_value(spark, tmp_path):
+    """A full cap admits hinted paths first, so the path parsed as text is the path
+    given a column (a value of it is never written unsplit); the rest overflow. A hint
+    may name a child table's path with dots (`items.qty`) or as the registry does."""
+    schema, hints = "modes_hint_cap", {"n": "bigint", "items.qty": "double"}
+    write_lines(tmp_path, "1.json", ['{"id": 1, "ts": "2026-11-01", "items": [{"qty": 1}]}'])
+    ingest(spark, schema, tmp_path, hints=hints, max_columns=3)
+    write_lines(
+        tmp_path,
+        "2.json",
+        [
+            '{"id": 2, "ts": "2026-11-02", "a": 1, "n": 2.5}',
+            '{"id": 3, "ts": "2026-11-02", "n": 3}',
+            '{"id": 4, "ts": "2026-11-02", "n": 4}',
+        ],
+    )
+    (summary,) = ingest(spark, schema, tmp_path, hints=hints, max_columns=3)
+    assert summary.values_as_text == 1
+    rows = spark.table(f"{schema}.raw_feed").select("id", "n", "n__text", "_overflow").collect()
+    got = {row.id: (row.n, row.n__text, row._overflow or {}) for row in rows}
+    assert got == {
+        1: (None, None, {}),
+        2: (None, "2.5", {"a": "1"}),
+        3: (3, None, {}),
+        4: (4, None, {}),
+    }
+    child = dict(spark.table(f"{schema}.raw_feed__items").dtypes)
+    assert child["items_qty"] == "double"
+    assert_every_line_accounted_for(spark, schema)

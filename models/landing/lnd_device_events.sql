@@ -34,9 +34,9 @@ typed as (
         {{ exact_column(raw, 'data_record_id', 'string', 'raw_events') }} as user_id,
         raw_events.data_record_email as email,
         raw_events.data_ip as ip_address,
-        cast(raw_events.data_device_battery_level_pct as int) as battery_level_pct,
-        cast(raw_events.data_device_battery_temperature_c as double) as battery_temperature_c,
-        cast(raw_events.data_device_battery_charging as boolean) as battery_charging,
+        {{ exact_column(raw, 'data_device_battery_level_pct', 'int', 'raw_events') }} as battery_level_pct,
+        {{ exact_column(raw, 'data_device_battery_temperature_c', 'double', 'raw_events') }} as battery_temperature_c,
+        {{ exact_column(raw, 'data_device_battery_charging', 'boolean', 'raw_events') }} as battery_charging,
         {{ column_or_null(raw, 'data_device_battery_cycle_count', 'int', 'raw_events') }} as battery_cycle_count,
         {{ column_or_null(raw, 'data_network_type', 'string', 'raw_events') }} as network_type,
         coalesce(

@@ -9,15 +9,16 @@
 ) }}
 
 -- depends_on: {{ ref('raw_device_events') }}
+{%- set media = source('ingestion', 'raw_device_events__data_media') %}
 
 with
 
 raw_media as (
 
     {#- The child table raw_device_events writes for its `_data.media` array. #}
-    select * from {{ source('ingestion', 'raw_device_events__data_media') }}
+    select * from {{ media }}
 
-    where {{ unseen_batches(source=source('ingestion', 'raw_device_events__data_media')) }}
+    where {{ unseen_batches(source=media) }}
 
 ),
 
@@ -28,8 +29,8 @@ typed as (
         raw_media._index as media_index,
         raw_media.data_media_media_id as media_id,
         raw_media.data_media_type as media_type,
-        cast(raw_media.data_media_duration_s as double) as duration_s,
-        cast(raw_media.data_media_size_bytes as bigint) as size_bytes,
+        {{ exact_column(media, 'data_media_duration_s', 'double', 'raw_media') }} as duration_s,
+        {{ exact_column(media, 'data_media_size_bytes', 'bigint', 'raw_media') }} as size_bytes,
         cast(raw_media._event_date as date) as event_date,
         raw_media._batch_id
 

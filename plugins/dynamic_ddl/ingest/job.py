@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructType
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import RETIRED_SUFFIX, recover_swap, spark_sql
@@ -59,7 +59,13 @@ from dynamic_ddl.ingest.ledger import (
 )
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import exact_numbers, infer_schema, parse_schema
-from dynamic_ddl.ingest.planning import parse_types, plan_tables
+from dynamic_ddl.ingest.planning import (
+    all_leaves,
+    ignored_hints,
+    parse_types,
+    plan_tables,
+    text_paths,
+)
 from dynamic_ddl.ingest.raw_rows import BatchContext
 from dynamic_ddl.ingest.settings import IngestSettings
 from dynamic_ddl.ingest.staging import stage_batch, staging_location
@@ -67,7 +73,7 @@ from dynamic_ddl.ingest.tables import remove_local_dir
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
 from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message
-from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan, spark_type
+from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 
 # Progress of long runs, for whoever watches `dbt run` (bridged into dbt's log by
@@ -91,7 +97,9 @@ class BatchSummary:
     raw_rows: int
     quarantined_lines: int
     columns_added: int
-    values_as_text: int  # values whose column's type does not hold them: in `__text`
+    # Records with a value their column's type does not hold (kept in `__text`), summed
+    # over such paths; a child table's path counts records, not elements.
+    values_as_text: int
 
 
 def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
@@ -194,32 +202,32 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
     remove_local_dir(scratch)
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
+    for ignored in ignored_hints(settings, registry):
+        PROGRESS.warning(
+            f"{settings.table}: hint ignored, a column's type never changes: {ignored}"
+        )
     draft = plan_tables(settings, registry, inferred, batch.batch_id)
-    source = parse_schema(inferred, parse_types(draft, inferred))
+    # One decision of which paths are parsed as text (and split by their column's type).
+    as_text = text_paths(settings, registry, draft, inferred)
+    types = {**parse_types(draft, inferred), **{path: StringType() for path in as_text}}
+    source = parse_schema(inferred, types)
     # Inference sees quarantined lines too: a new path gets a column only if
     # an accepted record holds a value there; the cap ranks by that count.
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
-    conflicts = {
-        entry.json_keys: spark_type(entry.data_type)
-        for plan in draft.values()
-        for entry, _ in plan.conflicts
-    }
-    conflicts_seen = {  # the batch's own types there, before they are parsed as text
-        entry.json_keys: spark_type(seen)
-        for plan in draft.values()
-        for entry, seen in plan.conflicts
-    }
+    seen = {leaf.path: leaf.data_type.simpleString() for leaf in all_leaves(inferred)}
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
-        spark, settings, list(batch.files), links, source, staging, new_paths, conflicts
+        spark, settings, list(batch.files), links, source, staging, new_paths, as_text
     )
     PROGRESS.info(
         f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
         f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"
     )
     plans = plan_tables(settings, registry, source, batch.batch_id, carried, misfits)
-    incoming = {path: data_type.simpleString() for path, data_type in conflicts_seen.items()}
-    frozen = frozen_changes(plans, registry, topic.schema_modes, incoming)
+    unsplit = {path for plan in plans.values() for path in plan.text_paths()} - set(as_text)
+    if unsplit:  # a bug, never data: refuse rather than write values unsplit
+        raise RuntimeError(f"{settings.table}: paths parsed as text but not split: {unsplit}")
+    frozen = frozen_changes(plans, registry, topic.schema_modes, seen)
     if frozen:  # before any table is written: the batch stays pending
         raise SchemaFrozen(frozen_message(settings.table, batch.batch_id, frozen))
     prepare_tables(spark, settings, plans)

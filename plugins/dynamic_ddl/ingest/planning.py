@@ -26,7 +26,14 @@ from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.exact import fits
 from dynamic_ddl.schema.flatten import Leaf, field_at
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, assign_column_names, base_column_name
-from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan, plan_schema, spark_type
+from dynamic_ddl.schema.registry import (
+    RegistryEntry,
+    SchemaPlan,
+    hint_of,
+    plan_schema,
+    spark_type,
+)
+from dynamic_ddl.schema.type_conflicts import parses_into
 
 
 def child_table_names(
@@ -120,6 +127,46 @@ def plan_tables(
         )
         for name, leaves in leaves_by_table.items()
     }
+
+
+def text_paths(
+    settings: IngestSettings,
+    registry: list[RegistryEntry],
+    draft: dict[str, SchemaPlan],
+    inferred: StructType,
+) -> dict[JsonPath, DataType]:
+    """The paths a batch parses as text, each with the column type that splits its values
+    (schema/exact.py): existing columns the batch's type conflicts with, and every hinted
+    new path whose batch type does not parse into its hint, whether or not the cap then
+    gives it a column (the draft plan ranks new paths before their values are counted)."""
+    paths = {
+        entry.json_keys: spark_type(entry.data_type)
+        for plan in draft.values()
+        for entry, _ in plan.conflicts
+    }
+    hints = dict(settings.topic.hints)
+    known = {entry.json_keys for entry in registry}
+    for leaf in all_leaves(inferred):
+        hint = hint_of(leaf.path, hints)
+        if hint and leaf.path not in known and not parses_into(spark_type(hint), leaf.data_type):
+            paths[leaf.path] = spark_type(hint)
+    return paths
+
+
+def all_leaves(schema: StructType) -> list[Leaf]:
+    """Every leaf of a batch's schema: the raw table's and its child tables'."""
+    parent, children = table_leaves(schema)
+    return parent + [leaf for child in children for leaf in element_leaves(child)]
+
+
+def ignored_hints(settings: IngestSettings, registry: list[RegistryEntry]) -> list[str]:
+    """Hints on paths whose column exists with another type (a type never changes)."""
+    hints = dict(settings.topic.hints)
+    return [
+        f"{entry.json_path}: {hint} (its column {entry.column_name} is {entry.data_type})"
+        for entry in registry
+        if (hint := hint_of(entry.json_keys, hints)) and hint != entry.data_type
+    ]
 
 
 def bare_name(table: str) -> str:

@@ -3,9 +3,11 @@
 dbt needs a file per model, and every raw model is the same file (its
 settings come from `vars.raw_topics`, passed in by the `raw_ingest`
 materialization). So the config is the one source of truth: `sync` writes
-`python_models/raw/raw_<topic>.py` for each configured topic, and removes a
-generated file whose topic left the config. A file someone edited is never
-removed, only reported. `python -m dynamic_ddl.ingest topics` runs it;
+`python_models/raw/raw_<topic>.py` for each configured topic (a configured
+topic's file is always the template: an edit there is written over), and
+removes a generated file whose topic left the config. A `raw_*.py` that is
+not the template and whose topic is not configured is never removed, only
+reported. `python -m dynamic_ddl.ingest topics` runs it;
 `--check` only says what would change (lint runs that).
 """
 

@@ -1,13 +1,15 @@
 """Whether a JSON value, as text, fits a column's type exactly: the one home of that rule.
 
 A batch whose values at a path have another type than the path's column
-parses them as text (`from_json` gives a value's JSON text: `12`, `2.5`,
-`x` for the string "x", `{"a":1}`). Each value then goes to the column when
-the column's type holds it exactly, else its text goes to the column's text
-companion `<column>__text` (docs/decisions/0005, "Types"):
+parses them as text: `from_json` gives a value's JSON text as Jackson
+writes it back (`12`, `2.5`, `x` for the string "x", `{"a":1}`; integers of
+any size exactly, other numbers as a double: `2.50` is `2.5`, `1e2` is
+`100.0`). Each value then goes to the column when its type holds it
+exactly, else that text goes to the column's text companion
+`<column>__text` (docs/decisions/0005, "Types"):
 
     bigint, int   an integer in canonical form that the type holds
-                  (`12`; not `012`, `-0`, `1.0`, `1e2`, nor beyond the type)
+                  (`12`; not `1.0`, `100.0`, nor beyond the type)
     double        a JSON number, finite, and for an integer within +-2^53,
                   where every integer is exact (beyond it a double rounds)
     boolean       `true` or `false`

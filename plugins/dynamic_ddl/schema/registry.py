@@ -17,7 +17,7 @@ from pyspark.sql.types import DataType
 
 from dynamic_ddl.schema.exact import text_column
 from dynamic_ddl.schema.flatten import Leaf
-from dynamic_ddl.schema.naming import JsonPath, assign_column_names, display_path
+from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, assign_column_names, display_path
 from dynamic_ddl.schema.type_conflicts import parses_into
 from dynamic_ddl.schema.variant_schema import parse_variant_type
 
@@ -71,6 +71,19 @@ class SchemaPlan:
         return {entry.json_keys: entry.column_name for entry in self.entries}
 
 
+def hint_of(path: JsonPath, hints: Mapping[str, str]) -> str | None:
+    """The hinted type of a path: by its registry path (`media[].type`) or by its keys
+    joined with dots (`media.type`, as `pinned_paths` are written).
+
+    Example:
+        >>> hint_of(("media", "[]", "type"), {"media.type": "string"})
+        'string'
+    """
+    shown = display_path(path)
+    dotted = ".".join(key for key in path if key != ELEMENT_KEY)
+    return hints.get(shown) or hints.get(dotted)
+
+
 def spark_type(type_name: str) -> DataType:
     """A registry type name (Spark's simpleString) as a Spark type."""
     return parse_variant_type(type_name.upper().replace("STRUCT<", "OBJECT<"))
@@ -90,8 +103,8 @@ def plan_schema(
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
 
-    When the cap cannot take every new path, `pinned` paths (the topic's
-    record key and event time, paths a model names) come first, then the
+    When the cap cannot take every new path, `pinned` and hinted paths (the
+    topic's record key and event time, paths a model names) come first, then the
     paths the most records carry (`carried`: path -> records holding a
     value), then path order. So one misbehaving record with thousands of
     keys cannot push out the keys every record sends. `misfits` (once the
@@ -112,7 +125,11 @@ def plan_schema(
     carried = carried or {}
     new_leaves = sorted(
         (leaf for leaf in leaves if leaf.path not in by_path),
-        key=lambda leaf: (leaf.path not in pinned, -carried.get(leaf.path, 0), leaf.path),
+        key=lambda leaf: (
+            leaf.path not in pinned and hint_of(leaf.path, hints or {}) is None,
+            -carried.get(leaf.path, 0),
+            leaf.path,
+        ),
     )
     admitted = sorted(new_leaves[:room], key=lambda leaf: leaf.path)  # columns in path order
     overflow = new_leaves[room:]
@@ -133,7 +150,7 @@ def plan_schema(
     hints = hints or {}
     added = []
     for leaf in admitted:
-        data_type = hints.get(display_path(leaf.path), leaf.data_type.simpleString())
+        data_type = hint_of(leaf.path, hints) or leaf.data_type.simpleString()
         entry = RegistryEntry(
             topic, table_name, leaf.path, names[leaf.path], data_type, batch_id, batch_id
         )
