@@ -321,11 +321,14 @@ def section(results: dict) -> str:
     )
 
 
-def replace_section(document: str, text: str) -> str:
-    """`document` with its SECTION (up to the next `## `) replaced by `text`."""
-    start = document.index(SECTION)
-    end = document.find("\n## ", start + len(SECTION))
-    rest = document[end:] if end != -1 else "\n"
+def replace_section(document: str, text: str, heading: str = SECTION) -> str:
+    """`document` with its section `heading` (up to the next `## `) replaced by `text`;
+    `text` appended when the document has no such section yet."""
+    if heading not in document:
+        return document.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n"
+    start = document.index(heading)
+    end = document.find("\n## ", start + len(heading))
+    rest = document[end:] if end != -1 else ""
     return document[:start] + text.rstrip("\n") + "\n" + rest
 
 

@@ -125,18 +125,8 @@ def section(results: dict) -> str:
     )
 
 
-def replace_section(document: str, text: str) -> str:
-    """`document` with SECTION replaced by `text` (appended when it has none)."""
-    if SECTION not in document:
-        return document.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n"
-    start = document.index(SECTION)
-    end = document.find("\n## ", start + len(SECTION))
-    rest = document[end:] if end != -1 else "\n"
-    return document[:start] + text.rstrip("\n") + "\n" + rest
-
-
 if __name__ == "__main__":
     text = section(measure())
     print(text)
     benchmarks = spark_conf.project_root() / "docs" / "benchmarks.md"
-    benchmarks.write_text(replace_section(benchmarks.read_text(), text))
+    benchmarks.write_text(ingestion.replace_section(benchmarks.read_text(), text, SECTION))

@@ -13,7 +13,7 @@ A column never changes type: values another type conflicts with go to its
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
@@ -58,11 +58,13 @@ def create_table_sql(table: str, columns: Iterable[tuple[str, str]], location: s
 
 
 def table_columns(
-    leading: list[tuple[str, str]], entries: list[RegistryEntry]
+    leading: list[tuple[str, str]],
+    entries: list[RegistryEntry],
+    texts: Sequence[tuple[str, str]] = (),
 ) -> list[tuple[str, str]]:
-    """Every column of a raw or child table, in table order."""
+    """Every column of a raw or child table, in table order (`texts`: text companions)."""
     data = [(entry.column_name, entry.data_type) for entry in entries]
-    return [*leading, *data, *PARTITION_COLUMNS]
+    return [*leading, *data, *texts, *PARTITION_COLUMNS]
 
 
 def ensure_table(
@@ -70,7 +72,7 @@ def ensure_table(
     table: str,
     leading: list[tuple[str, str]],
     entries: list[RegistryEntry],
-    texts: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    texts: Sequence[tuple[str, str]] = (),
 ) -> None:
     """Create the table if it does not exist, else add the columns it lacks (`texts`:
     the text companions the batch writes).
@@ -82,12 +84,10 @@ def ensure_table(
         steps.reached("raw.create_table")
         schema, name = table.split(".")
         location = f"{database_location(spark, schema)}/{name}/v1"
-        columns = table_columns(leading, entries)
-        columns = [*columns[: -len(PARTITION_COLUMNS)], *texts, *PARTITION_COLUMNS]
-        spark.sql(create_table_sql(table, columns, location))
+        spark.sql(create_table_sql(table, table_columns(leading, entries, texts), location))
         return
     existing = {column.lower() for column in spark.table(table).columns}
-    wanted = [*leading, *((e.column_name, e.data_type) for e in entries), *texts]
+    wanted = table_columns(leading, entries, texts)[: -len(PARTITION_COLUMNS)]
     # Leading columns too: a table made before a lineage column existed gets it.
     missing = [(name, data_type) for name, data_type in wanted if name.lower() not in existing]
     if missing:
