@@ -31,17 +31,23 @@ from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
 from dynamic_ddl.upsert.spec import UpsertSpec
 
-TOPIC = {"topic": "kills", "record_key": ["id"], "event_time": "ts"}
+# `extra` discards what would change its schema: batch 2's value there is quarantined.
+TOPIC = {
+    "topic": "kills",
+    "record_key": ["id"],
+    "event_time": "ts",
+    "schema_mode": {"extra": "discard_value"},
+}
 BATCH_1 = [
     '{"id": "1", "ts": "2026-11-01T08:00:00Z", "n": 1, "s": "a", "tags": [{"k": "w"}]}',
     '{"id": "2", "ts": "2026-11-02T08:00:00Z", "n": 2, "s": "b"}',
     "not json",
 ]
 # Brings text to n (a bigint column: its __text companion is added), adds a column,
-# writes child rows, rejects a line.
+# writes child rows, rejects a line, and quarantines a value (a new key under `extra`).
 BATCH_2 = [
     '{"id": "3", "ts": "2026-11-02T09:00:00Z", "n": "three", "s": "c", "flag": true,'
-    ' "tags": [{"k": "x"}, {"k": "y"}]}',
+    ' "tags": [{"k": "x"}, {"k": "y"}], "extra": {"new": 3}}',
     '{"id": "4", "ts": "2026-11-03T09:00:00Z", "n": 4, "tags": []}',
     '{"id": 5,',
 ]

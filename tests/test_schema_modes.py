@@ -16,8 +16,8 @@ from tests.test_hostile_inbox import assert_every_line_accounted_for, ingest, wr
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("rescue", "one of evolve, freeze, not 'rescue'"),
-        ({"*": "freze"}, r"schema_mode of '\*' must be one of evolve, freeze, not 'freze'"),
+        ("rescued", "one of evolve, freeze, rescue, discard_row, discard_value, not 'rescued'"),
+        ({"*": "freze"}, r"schema_mode of '\*' must be one of evolve, .*, not 'freze'"),
         ({"": "freeze"}, "a JSON path prefix or"),
         ([], "or a mapping of JSON path prefix to mode"),
     ],
@@ -172,4 +172,71 @@ def test_hinted_paths_come_first_under_a_full_cap_and_lose_no_value(spark, tmp_p
     }
     child = dict(spark.table(f"{schema}.raw_feed__items").dtypes)
     assert child["items_qty"] == "double"
+    assert_every_line_accounted_for(spark, schema)
+
+
+ROUTED_MODES = {"*": "evolve", "r": "rescue", "dr": "discard_row", "dv": "discard_value"}
+ROUTED_BATCH_1 = [
+    '{"id": 1, "ts": "2026-11-01", "r": {"n": 1}, "dr": {"n": 1},'
+    ' "dv": {"n": 1, "t": "2026-11-01T08:00:00Z", "list": [{"q": 1}]}}',
+]
+ROUTED_BATCH_2 = [
+    # rescue: a value its column cannot hold, and a new key, go to _overflow
+    '{"id": 2, "ts": "2026-11-02", "r": {"n": "two", "new": true}}',
+    # discard_row: the same go to quarantine, whole lines
+    '{"id": 3, "ts": "2026-11-02", "dr": {"n": "three"}}',
+    '{"id": 4, "ts": "2026-11-02", "dr": {"new": {"deep": 4}}}',
+    # discard_value: the row stays, the values go to raw_quarantined_values
+    '{"id": 5, "ts": "2026-11-02", "dv": {"n": "five", "new": "x", "t": "soon",'
+    ' "list": [{"q": 2}, {"q": "z"}]}}',
+    # fitting values everywhere, and a new key where the topic evolves
+    '{"id": 6, "ts": "2026-11-02", "r": {"n": 6}, "dr": {"n": 6}, "dv": {"n": 6}, "e": 1}',
+]
+
+
+def test_each_mode_routes_what_would_change_the_schema_and_loses_nothing(spark, tmp_path):
+    """Under one topic, a prefix per mode. Batch 1 sets the schema (whatever the mode).
+    Batch 2 brings to each prefix a new key and a value its column cannot hold (a hinted
+    timestamp receiving text; an array element): `rescue` keeps them in `_overflow`,
+    `discard_row` quarantines the lines, `discard_value` keeps the rows without the values
+    and quarantines the values; only the evolving part of the topic gains a column, no
+    companion is added, and every line and value is somewhere to query."""
+    schema = "modes_routes"
+    settings = {"schema_mode": ROUTED_MODES, "hints": {"dv.t": "timestamp"}}
+    write_lines(tmp_path, "1.json", ROUTED_BATCH_1)
+    ingest(spark, schema, tmp_path, **settings)
+    columns_before = set(spark.table(f"{schema}.raw_feed").columns)
+    write_lines(tmp_path, "2.json", ROUTED_BATCH_2)
+    (summary,) = ingest(spark, schema, tmp_path, **settings)
+    assert (summary.raw_rows, summary.quarantined_lines) == (3, 2)
+    assert (summary.columns_added, summary.values_as_text) == (1, 0)
+
+    raw = spark.table(f"{schema}.raw_feed")
+    assert set(raw.columns) - columns_before == {"e"}
+    rows = raw.select("id", "r_n", "dr_n", "dv_n", "e", "_overflow").collect()
+    got = {row.id: (row.r_n, row.dr_n, row.dv_n, row.e, row._overflow or {}) for row in rows}
+    assert got == {
+        1: (1, 1, 1, None, {}),
+        2: (None, None, None, None, {"r.n": "two", "r.new": "true"}),
+        5: (None, None, None, None, {}),
+        6: (6, 6, 6, 1, {}),
+    }
+    times = dict(raw.selectExpr("id", "cast(dv_t as string)").collect())
+    assert times == {1: "2026-11-01 08:00:00", 2: None, 5: None, 6: None}
+    child = spark.table(f"{schema}.raw_feed__dv_list").select("_index", "dv_list_q")
+    assert sorted(map(tuple, child.collect())) == [(0, 1), (0, 2), (1, None)]
+
+    quarantined = spark.table(f"{schema}.raw_quarantine").select("raw_text", "reason")
+    assert sorted(map(tuple, quarantined.collect())) == sorted(
+        (line, "discard_row") for line in ROUTED_BATCH_2[1:3]
+    )
+    values = spark.table(f"{schema}.raw_quarantined_values").select(
+        "line_number", "json_path", "element_index", "value", "reason"
+    )
+    assert sorted(map(tuple, values.collect())) == [
+        (4, "dv.list[].q", 1, "z", "not held by its bigint column"),
+        (4, "dv.n", None, "five", "not held by its bigint column"),
+        (4, "dv.new", None, "x", "new key"),
+        (4, "dv.t", None, "soon", "not held by its timestamp column"),
+    ]
     assert_every_line_accounted_for(spark, schema)

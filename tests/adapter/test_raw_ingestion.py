@@ -16,6 +16,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.adapter.targets import session_profile
 from tests.conftest import PROJECT_ROOT
+from tests.test_schema_modes import ROUTED_BATCH_1, ROUTED_BATCH_2, ROUTED_MODES
 
 LONG = "z" * 5000
 BATCH_1 = [
@@ -235,6 +236,12 @@ class TestRawIngestion:
 
 FROZEN_BATCH_1 = [json.dumps({"id": 1, "ts": "2026-11-01T10:00:00Z", "_data": {"n": 1}})]
 FROZEN_BATCH_2 = [json.dumps({"id": 2, "ts": "2026-11-02T10:00:00Z", "_data": {"new": "x"}})]
+ROUTED_TOPIC = {
+    "record_key": ["id"],
+    "event_time": "ts",
+    "schema_mode": ROUTED_MODES,
+    "hints": {"dv.t": "timestamp"},
+}
 HINTED_BATCH = [
     json.dumps({"id": 1, "ts": "2026-11-01T10:00:00Z"}),
     json.dumps({"id": 2, "ts": "at tea time"}),
@@ -242,10 +249,11 @@ HINTED_BATCH = [
 
 
 class SchemaControlSuite:
-    """Schema control through `dbt`: a topic frozen under `_data` (the first batch sets
-    the schema; a batch with a new key there fails the raw model naming the path,
-    writes nothing, and stays pending until the path is thawed), and a topic whose
-    event time is hinted as a timestamp (what it cannot hold kept as text)."""
+    """Schema control through `dbt`: a topic with a prefix per routing mode (rescue,
+    discard_row, discard_value; hinted too), a topic frozen under `_data` (the first
+    batch sets the schema; a batch with a new key there fails the raw model naming the
+    path, writes nothing, and stays pending until the path is thawed), and a topic
+    whose event time is hinted as a timestamp (what it cannot hold kept as text)."""
 
     @pytest.fixture(scope="class")
     def inbox(self, tmp_path_factory):
@@ -255,8 +263,9 @@ class SchemaControlSuite:
     def project_config_update(self, inbox):
         topic = {"record_key": ["id"], "event_time": "ts", "schema_mode": {"_data": "freeze"}}
         hinted = {"record_key": ["id"], "event_time": "ts", "hints": {"ts": "timestamp"}}
+        topics = {"frozen": topic, "hinted": hinted, "routed": ROUTED_TOPIC}
         return {
-            "vars": {"inbox_dir": str(inbox), "raw_topics": {"frozen": topic, "hinted": hinted}},
+            "vars": {"inbox_dir": str(inbox), "raw_topics": topics},
             "on-run-start": ["{{ create_ingestion_tables() }}"],
         }
 
@@ -267,8 +276,48 @@ class SchemaControlSuite:
         return {
             "raw_frozen.py": TEMPLATE,
             "raw_hinted.py": TEMPLATE,
+            "raw_routed.py": TEMPLATE,
             "_raw.yml": yaml.safe_dump(_project_sources()),
         }
+
+    def test_each_routing_mode_through_dbt_build(self, project, inbox):
+        """What would change the routed topic's schema lands in `_overflow`, in
+        quarantine as whole lines, or in raw_quarantined_values; the quarantine's source
+        tests (the reasons it may hold) pass, and the schema is batch 1's."""
+        schema = project.test_schema
+        selected = ["build", "--select", "raw_routed", "source:ingestion.raw_quarantine"]
+        _write_batch(inbox / "routed" / "dt=2026-11-01", ROUTED_BATCH_1)
+        run_dbt(selected)
+        _write_batch(inbox / "routed" / "dt=2026-11-02", ROUTED_BATCH_2)
+        run_dbt(selected)
+        rows = project.run_sql(
+            "select id, r_n, dv_n, e, _overflow['r.n'], _overflow['r.new'],"
+            f" size(coalesce(_overflow, map())) from {schema}.raw_routed order by id",
+            fetch="all",
+        )
+        assert [tuple(row) for row in rows] == [
+            (1, 1, 1, None, None, None, 0),
+            (2, None, None, None, "two", "true", 2),
+            (5, None, None, None, None, None, 0),
+            (6, 6, 6, 1, None, None, 0),
+        ]
+        quarantined = project.run_sql(
+            f"select reason, count(*) from {schema}.raw_quarantine where topic = 'routed'"
+            " group by 1",
+            fetch="all",
+        )
+        assert [tuple(row) for row in quarantined] == [("discard_row", 2)]
+        values = project.run_sql(
+            f"select json_path, element_index, value from {schema}.raw_quarantined_values"
+            " where topic = 'routed' order by 1",
+            fetch="all",
+        )
+        assert [tuple(row) for row in values] == [
+            ("dv.list[].q", 1, "z"),
+            ("dv.n", None, "five"),
+            ("dv.new", None, "x"),
+            ("dv.t", None, "soon"),
+        ]
 
     def test_a_new_key_under_a_frozen_prefix_fails_the_batch_until_thawed(self, project, inbox):
         raw = f"{project.test_schema}.raw_frozen"
@@ -295,7 +344,8 @@ class SchemaControlSuite:
         )
         assert sorted(map(tuple, ledger)) == [("committed", 1), ("pending", 1)]
         thawed = {"record_key": ["id"], "event_time": "ts"}
-        thawed = json.dumps({"raw_topics": {"frozen": thawed, "hinted": thawed}})
+        topics = {"frozen": thawed, "hinted": thawed, "routed": ROUTED_TOPIC}
+        thawed = json.dumps({"raw_topics": topics})
         run_dbt(["run", "--vars", thawed])
         rows = project.run_sql(f"select id, data_new from {raw} order by id", fetch="all")
         assert [tuple(row) for row in rows] == [(1, None), (2, "x")]

@@ -1,4 +1,4 @@
-"""The file ledger, the schema registry and the quarantine as tables.
+"""The file ledger, the schema registry and the quarantines (of lines, of values) as tables.
 
 One of each per schema, shared by every topic and partitioned by topic, so
 raw models of different topics never write the same partition. The ledger
@@ -50,15 +50,20 @@ QUARANTINE_COLUMNS = (
     "source_file string, line_number bigint, raw_text string, raw_base64 string, reason string, "
     "quarantined_at timestamp, topic string, batch_id string"
 )
+QUARANTINED_VALUES_COLUMNS = (
+    "source_file string, line_number bigint, json_path string, element_index int, "
+    "value string, reason string, quarantined_at timestamp, topic string, batch_id string"
+)
 
 
 @dataclass(frozen=True)
 class BookkeepingTables:
-    """Where one schema keeps its ledger, registry and quarantine."""
+    """Where one schema keeps its ledger, registry and quarantines."""
 
     ledger: str
     registry: str
-    quarantine: str
+    quarantine: str  # lines that did not become rows
+    quarantined_values: str  # values `discard_value` kept out of accepted rows
 
     @classmethod
     def in_schema(cls, schema: str) -> BookkeepingTables:
@@ -66,11 +71,12 @@ class BookkeepingTables:
             ledger=f"{schema}.raw_file_ledger",
             registry=f"{schema}.raw_schema_registry",
             quarantine=f"{schema}.raw_quarantine",
+            quarantined_values=f"{schema}.raw_quarantined_values",
         )
 
 
 def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
-    """`CREATE TABLE IF NOT EXISTS` for the three tables (run by dbt's on-run-start too)."""
+    """`CREATE TABLE IF NOT EXISTS` for the four tables (run by dbt's on-run-start too)."""
     return [
         f"create table if not exists {table} ({columns}) using parquet "
         f"partitioned by ({partitions})"
@@ -78,12 +84,13 @@ def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
             (tables.ledger, LEDGER_COLUMNS, ", ".join(LEDGER_PARTITIONS)),
             (tables.registry, REGISTRY_COLUMNS, "topic"),
             (tables.quarantine, QUARANTINE_COLUMNS, "topic, batch_id"),
+            (tables.quarantined_values, QUARANTINED_VALUES_COLUMNS, "topic, batch_id"),
         )
     ]
 
 
 def create_bookkeeping_tables(spark: SparkSession, tables: BookkeepingTables) -> None:
-    """Create the three tables if they do not exist yet; bring an older ledger up to date.
+    """Create the four tables if they do not exist yet; bring an older ledger up to date.
 
     Two raw models may get here at once (dbt threads, two runs): of two
     creates of one table one fails, and either way the table is as wanted.
@@ -275,8 +282,8 @@ def _overwrite_topic(
 def write_quarantine(
     spark: SparkSession, table: str, rows: DataFrame | None, topic: str, batch_id: str
 ) -> None:
-    """Replace the batch's quarantine partition with `rows` (None: no line was rejected,
-    so only an earlier attempt's partition is dropped, with no Spark job)."""
+    """Replace the batch's partition of a quarantine table with `rows` (None: nothing was
+    quarantined, so only an earlier attempt's partition is dropped, with no Spark job)."""
     partition = partition_spec(["topic", "batch_id"], [topic, batch_id])
     spark.sql(f"alter table {table} drop if exists {partition}")
     if rows is not None:

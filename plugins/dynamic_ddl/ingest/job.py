@@ -64,6 +64,7 @@ from dynamic_ddl.ingest.planning import (
     ignored_hints,
     parse_types,
     plan_tables,
+    row_discards,
     text_paths,
 )
 from dynamic_ddl.ingest.raw_rows import BatchContext
@@ -73,6 +74,7 @@ from dynamic_ddl.ingest.tables import remove_local_dir
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
 from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message
+from dynamic_ddl.schema.modes import routes as route_changes
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 
@@ -215,15 +217,21 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # an accepted record holds a value there; the cap ranks by that count.
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
     seen = {leaf.path: leaf.data_type.simpleString() for leaf in all_leaves(inferred)}
+    # Where the modes send what would change the schema (none on a topic's first batch).
+    routes = route_changes(topic.schema_modes, registry, new_paths | set(as_text))
+    discards = row_discards(source, routes, new_paths, as_text)
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
-        spark, settings, list(batch.files), links, source, staging, new_paths, as_text
+        spark, settings, list(batch.files), links, source, staging, new_paths, as_text, discards
     )
     PROGRESS.info(
         f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
         f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"
     )
-    plans = plan_tables(settings, registry, source, batch.batch_id, carried, misfits)
+    for what, lines in counts.discarded_rows.items():
+        if lines:
+            PROGRESS.warning(f"{settings.table}: discard_row: {lines:,} lines quarantined, {what}")
+    plans = plan_tables(settings, registry, source, batch.batch_id, carried, misfits, routes)
     unsplit = {path for plan in plans.values() for path in plan.text_paths()} - set(as_text)
     if unsplit:  # a bug, never data: refuse rather than write values unsplit
         raise RuntimeError(f"{settings.table}: paths parsed as text but not split: {unsplit}")
@@ -231,7 +239,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     if frozen:  # before any table is written: the batch stays pending
         raise SchemaFrozen(frozen_message(settings.table, batch.batch_id, frozen))
     prepare_tables(spark, settings, plans)
-    write_batch(spark, settings, context, parsed, counts, source, plans, registry)
+    write_batch(spark, settings, context, parsed, counts, source, plans, registry, routes)
 
     steps.reached("raw.write_registry")
     _write_registry(spark, settings, registry, plans)

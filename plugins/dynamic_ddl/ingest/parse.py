@@ -26,6 +26,8 @@ reason it goes to quarantine:
     empty_key         an object has the key "": Spark's reader drops such a
                       key with its value
     nesting_too_deep  objects/arrays nested deeper than LineLimits.max_depth
+    discard_row       a record that brings a new key, or a value its column
+                      cannot hold, to a path whose schema_mode is discard_row
 
 A line is accepted only when both Spark's JSON reader and its strict
 RFC 8259 parser (`try_parse_json`, the VARIANT parser) take it (see
@@ -63,6 +65,7 @@ CORRUPT_RECORD = "_corrupt_record"
 RECORD = "_record"
 REJECT_REASON = "_reject_reason"
 LINE_NUMBER = "_line_number"
+DISCARD_ROW_REASON = "discard_row"
 # The key "" in JSON text: `""` then `:`, not preceded by a backslash (an
 # escaped quote inside a string); `""` followed by `:` appears nowhere else
 # in valid JSON.
@@ -318,12 +321,14 @@ def parse_lines(
     schema: StructType,
     limits: LineLimits = LineLimits(),
     counts: Observation | None = None,
+    discard: Column | None = None,
 ) -> DataFrame:
     """Parse each line once: adds `_record` (positional struct) and `_reject_reason`.
 
     Over-long lines are not parsed at all. `counts`, when given, receives the
     `accepted` and `rejected` line counts once the result is first computed.
-    `lines` is `read_text_lines`' result.
+    `lines` is `read_text_lines`' result. `discard`, on `_record`, rejects the
+    otherwise accepted lines it holds for (`discard_row`).
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT_RECORD, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
@@ -332,6 +337,8 @@ def parse_lines(
     # Two selects, so the parse is computed once and the reason reads its result.
     parsed_lines = lines.select("*", F.when(~too_long, parsed).alias(RECORD))
     reason = rejection_reason(F.col("line"), F.col(RECORD), schema, limits)
+    if discard is not None:
+        reason = F.coalesce(reason, F.when(discard, F.lit(DISCARD_ROW_REASON)))
     accepted = F.col(REJECT_REASON).isNull()
     # The observation also fences the parse in: Spark pushes a filter on
     # _reject_reason down through projections, inlining the parse into the

@@ -25,7 +25,14 @@ from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.exact import fits
 from dynamic_ddl.schema.flatten import Leaf, field_at
-from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, assign_column_names, base_column_name
+from dynamic_ddl.schema.modes import NO_ROUTES, Routes
+from dynamic_ddl.schema.naming import (
+    ELEMENT_KEY,
+    JsonPath,
+    assign_column_names,
+    base_column_name,
+    display_path,
+)
 from dynamic_ddl.schema.registry import (
     RegistryEntry,
     SchemaPlan,
@@ -94,13 +101,15 @@ def plan_tables(
     batch_id: str,
     carried: dict[JsonPath, int] | None = None,
     misfits: dict[JsonPath, int] | None = None,
+    routes: Routes = NO_ROUTES,
 ) -> dict[str, SchemaPlan]:
     """A schema plan per table the batch writes (the raw table, each child table), by bare name.
 
     `carried`, once the batch is parsed, counts the accepted records holding
     a value at each new path: a new path gets a column only if one does,
     and the cap ranks new paths by it. `misfits` counts, per conflicting
-    path, the values that need its text companion.
+    path, the values that need its text companion. Paths `routes` sends
+    elsewhere (schema modes) get neither a column nor a companion.
     """
     parent, children = table_leaves(source)
     tables = child_table_names(settings.table, [child.path for child in children], registry)
@@ -124,6 +133,7 @@ def plan_tables(
             pinned_paths(settings.topic),
             misfits,
             dict(settings.topic.hints),
+            routes.kept_out,
         )
         for name, leaves in leaves_by_table.items()
     }
@@ -151,6 +161,31 @@ def text_paths(
         if hint and leaf.path not in known and not parses_into(spark_type(hint), leaf.data_type):
             paths[leaf.path] = spark_type(hint)
     return paths
+
+
+def row_discards(
+    source: StructType,
+    routes: Routes,
+    new_paths: set[JsonPath],
+    as_text: dict[JsonPath, DataType],
+) -> list[tuple[str, Column]]:
+    """Per path whose mode is `discard_row`, what the path objects to and whether a line's
+    record (parsed with `source`) brings it: any value at a new path, or a value its
+    column's type (`as_text`) does not hold."""
+    new = {path for path in routes.discarding_rows if path in new_paths}
+    conflicting = {
+        path: column_type
+        for path, column_type in as_text.items()
+        if path in routes.discarding_rows and path not in new
+    }
+    checks = [
+        (f"{display_path(path)} (new key)", check) for path, check in value_checks(source, new)
+    ]
+    checks += [
+        (f"{display_path(path)} (not a {conflicting[path].simpleString()})", check)
+        for path, check in misfit_checks(source, conflicting)
+    ]
+    return checks
 
 
 def all_leaves(schema: StructType) -> list[Leaf]:

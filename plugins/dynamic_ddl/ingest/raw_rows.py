@@ -9,6 +9,7 @@ the parent's record key and the element's index.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,8 +19,9 @@ from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 
 from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD, REJECT_REASON
 from dynamic_ddl.schema.event_time import event_timestamp_sql
-from dynamic_ddl.schema.exact import exact_value, misfit_text, text_column
+from dynamic_ddl.schema.exact import exact_value, fits, misfit_text, text_column
 from dynamic_ddl.schema.flatten import ChildArray, Leaf, field_at, split_schema
+from dynamic_ddl.schema.modes import NO_ROUTES, Routes
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, display_path
 from dynamic_ddl.schema.registry import SchemaPlan, spark_type
 
@@ -31,6 +33,8 @@ INDEX_COLUMN = "_index"
 PARENT_PREFIX = "_parent_"
 ELEMENT = "_element"
 EVENT_TIME_VALUE = "_event_time_value"
+# A value a `discard_value` path keeps out of its table (quarantined_values_rows).
+DISCARDED_VALUE = "struct<json_path:string,element_index:int,value:string,reason:string>"
 
 
 @dataclass(frozen=True)
@@ -98,29 +102,34 @@ def _as_text(value: Column, data_type: DataType) -> Column:
     return value.cast("string")
 
 
-def overflow_map(record: Column, leaves: list[Leaf], source: StructType) -> Column:
-    """Leaves without a column: a map from path (keys joined by dots) to their text."""
-    if not leaves:
+def _leaf_text(record: Column, leaf: Leaf, source: StructType) -> Column:
+    """A leaf's value as its JSON text (the batch's type, before any column's)."""
+    return _as_text(field_at(record, leaf.ordinals), _type_at(source, leaf.ordinals))
+
+
+def overflow_map(pairs: list[tuple[str, Column]]) -> Column:
+    """A map from path (display_path) to text, without the NULL texts; NULL when no pair."""
+    if not pairs:
         return F.lit(None).cast("map<string,string>")
-    pairs = []
-    for leaf in leaves:
-        value = _as_text(field_at(record, leaf.ordinals), _type_at(source, leaf.ordinals))
-        pairs += [F.lit(display_path(leaf.path)), value]
-    return F.map_filter(F.create_map(*pairs), lambda _, value: value.isNotNull())
+    keys_and_values = [part for path, text in pairs for part in (F.lit(path), text)]
+    return F.map_filter(F.create_map(*keys_and_values), lambda _, value: value.isNotNull())
 
 
 def data_columns(
-    record: Column, leaves: list[Leaf], plan: SchemaPlan, source: StructType
-) -> tuple[list[Column], list[Leaf]]:
+    record: Column, leaves: list[Leaf], plan: SchemaPlan, source: StructType, routes: Routes
+) -> tuple[list[Column], Column]:
     """A column per registry entry (NULL where the batch lacks it), the text companions
-    the batch writes, and the leaves left over.
+    the batch writes, and the `_overflow` map.
 
     A path whose values conflict with its column's type was parsed as text:
-    each value goes to the column when it fits exactly, else to `<column>__text`.
+    each value goes to the column when it fits exactly, else to `<column>__text`,
+    or for a rescued path to `_overflow`. Leaves without a column go to
+    `_overflow` too (over the cap, or rescued), except discarded ones
+    (quarantined_values_rows writes those).
     """
     by_path = {leaf.path: leaf for leaf in leaves}
     as_text, texts = plan.text_paths(), {entry.json_keys for entry in plan.texts}
-    columns = []
+    columns, rescued = [], []
     for entry in plan.entries:
         leaf = by_path.get(entry.json_keys)
         value = leaf_value(record, leaf, source) if leaf else F.lit(None)
@@ -131,8 +140,15 @@ def data_columns(
             columns.append(value.cast(column_type).alias(entry.column_name))
         if entry.json_keys in texts:
             columns.append(misfit_text(value, column_type).alias(text_column(entry.column_name)))
+        if leaf and entry.json_keys in routes.rescued:
+            rescued.append((display_path(entry.json_keys), misfit_text(value, column_type)))
     named = {entry.json_keys for entry in plan.entries}
-    return columns, [leaf for leaf in leaves if leaf.path not in named]
+    rest = [
+        (display_path(leaf.path), _leaf_text(record, leaf, source))
+        for leaf in leaves
+        if leaf.path not in named and leaf.path not in routes.discarded
+    ]
+    return columns, overflow_map(rest + rescued)
 
 
 def with_event_time(
@@ -174,17 +190,18 @@ def raw_rows(
     event_time: JsonPath,
     event_time_format: str | None = None,
     keep_raw_json: bool = False,
+    routes: Routes = NO_ROUTES,
 ) -> DataFrame:
     """Accepted lines (numbered) as raw rows: lineage, the original text when kept, the
     registry's columns, overflow, and the partition columns (_event_date, _batch_id)."""
     record = F.col(RECORD)
     leaves, _ = table_leaves(source)
-    columns, rest = data_columns(record, leaves, plan, source)
+    columns, overflow = data_columns(record, leaves, plan, source, routes)
     text = [F.col("line").alias(RAW_JSON)] if keep_raw_json else []
     return with_event_time(accepted(parsed), record, leaves, event_time).select(
         *lineage_columns(context),
         *text,
-        overflow_map(record, rest, source).alias(OVERFLOW_COLUMN),
+        overflow.alias(OVERFLOW_COLUMN),
         *columns,
         event_date(event_time_format).alias(EVENT_DATE_COLUMN),
         F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
@@ -200,6 +217,7 @@ def child_rows(
     parent_keys: dict[str, Leaf],
     event_time: JsonPath,
     event_time_format: str | None = None,
+    routes: Routes = NO_ROUTES,
 ) -> DataFrame:
     """One row per element of the child array: lineage, the parent's key, `_index`, leaves."""
     record = F.col(RECORD)
@@ -215,10 +233,10 @@ def child_rows(
         event_date(event_time_format).alias(EVENT_DATE_COLUMN),
     )
     element = F.col(ELEMENT)
-    columns, rest = data_columns(element, element_leaves(child), plan, child.element)
+    columns, overflow = data_columns(element, element_leaves(child), plan, child.element, routes)
     return exploded.select(
         *[F.col(c) for c in exploded.columns if c not in (ELEMENT, EVENT_DATE_COLUMN)],
-        overflow_map(element, rest, child.element).alias(OVERFLOW_COLUMN),
+        overflow.alias(OVERFLOW_COLUMN),
         *columns,
         F.col(EVENT_DATE_COLUMN),
         F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
@@ -243,3 +261,83 @@ def quarantine_rows(rejected: DataFrame, context: BatchContext) -> DataFrame:
         F.lit(context.topic).alias("topic"),
         F.lit(context.batch_id).alias("batch_id"),
     )
+
+
+def quarantined_values_rows(
+    parsed: DataFrame,
+    context: BatchContext,
+    source: StructType,
+    column_types: dict[JsonPath, DataType | None],
+) -> DataFrame:
+    """The values of accepted lines that a `discard_value` path keeps out of its table,
+    one row each: the line's place, the value's path (and element index in an array
+    of objects), its JSON text and why.
+
+    `column_types` names the discarded paths: a new key's (None) loses every value,
+    an existing column's only the values its type does not hold (schema/exact.py).
+    """
+    record = F.col(RECORD)
+    parent, children = table_leaves(source)
+    found = []
+    for leaf in parent:
+        if leaf.path in column_types:
+            value = _discarded(field_at(record, leaf.ordinals), leaf, source, column_types)
+            found.append(F.when(value.isNotNull(), F.array(value)))
+    for child in children:
+        array = field_at(record, child.ordinals)
+        for leaf in element_leaves(child):
+            if leaf.path in column_types:
+                at = _element_discarded(leaf, child.element, column_types)
+                found.append(F.filter(F.transform(array, at), lambda value: value.isNotNull()))
+    empty = F.array().cast(f"array<{DISCARDED_VALUE}>")
+    values = F.concat(*[F.coalesce(each, empty) for each in found]) if found else empty
+    return (
+        accepted(parsed)
+        .select(
+            F.col("_source_file").alias("source_file"),
+            F.col(LINE_NUMBER).alias("line_number"),
+            F.explode(values).alias("discarded"),
+        )
+        .select(
+            "source_file",
+            "line_number",
+            "discarded.*",
+            F.lit(context.ingested_at).cast("timestamp").alias("quarantined_at"),
+            F.lit(context.topic).alias("topic"),
+            F.lit(context.batch_id).alias("batch_id"),
+        )
+    )
+
+
+def _element_discarded(
+    leaf: Leaf, element: DataType, column_types: dict[JsonPath, DataType | None]
+) -> Callable[[Column, Column], Column]:
+    """`_discarded` of an array element's leaf, as `F.transform` wants it (element, index)."""
+    return lambda value, index: _discarded(
+        field_at(value, leaf.ordinals), leaf, element, column_types, index
+    )
+
+
+def _discarded(
+    value: Column,
+    leaf: Leaf,
+    source: DataType,
+    column_types: dict[JsonPath, DataType | None],
+    index: Column | None = None,
+) -> Column:
+    """The DISCARDED_VALUE of a leaf's value when it is discarded, else NULL."""
+    column_type = column_types[leaf.path]
+    text = _as_text(value, _type_at(source, leaf.ordinals))
+    if column_type is None:
+        discarded, reason = value.isNotNull(), "new key"
+    else:
+        discarded = value.isNotNull() & ~fits(text, column_type)
+        reason = f"not held by its {column_type.simpleString()} column"
+    position = F.lit(None).cast("int") if index is None else index.cast("int")
+    row = F.struct(
+        F.lit(display_path(leaf.path)).alias("json_path"),
+        position.alias("element_index"),
+        text.alias("value"),
+        F.lit(reason).alias("reason"),
+    )
+    return F.when(discarded, row).cast(DISCARDED_VALUE)

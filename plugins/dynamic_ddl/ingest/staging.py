@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import reduce
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
 from dynamic_ddl.ingest.ledger import InboxFile
-from dynamic_ddl.ingest.parse import REJECT_REASON, parse_lines, read_text_lines
+from dynamic_ddl.ingest.parse import (
+    DISCARD_ROW_REASON,
+    REJECT_REASON,
+    parse_lines,
+    read_text_lines,
+)
 from dynamic_ddl.ingest.planning import misfit_checks, value_checks
 from dynamic_ddl.ingest.settings import IngestSettings
 from dynamic_ddl.ingest.tables import database_location
@@ -31,6 +39,7 @@ def stage_batch(
     location: str,
     candidates: set[JsonPath],
     conflicts: dict[JsonPath, DataType],
+    discards: Sequence[tuple[str, Column]] = (),
 ) -> tuple[DataFrame, LineCounts, dict[JsonPath, int], dict[JsonPath, int]]:
     """Parse the batch's lines once, with `source`, into its staging Parquet at `location`.
 
@@ -38,21 +47,26 @@ def stage_batch(
     `_reject_reason`), their counts, for each of the `candidates` (new
     paths) the number of accepted records holding a value there, and for
     each of the `conflicts` (paths parsed as text: their column's type) the
-    number holding a value that type does not hold. Reading Parquet back is
+    number holding a value that type does not hold. `discards`
+    (planning.row_discards) reject the records they hold for, counted per
+    what they object to in the counts. Reading Parquet back is
     far cheaper than parsing JSON again, and every later pass reads it; a
     rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
     lines = read_text_lines(spark, links, [f.path for f in files], [f.first_line for f in files])
-    parsed = parse_lines(lines, source, settings.limits, counts)
+    discard = reduce(operator.or_, [check for _, check in discards]) if discards else None
+    parsed = parse_lines(lines, source, settings.limits, counts, discard)
     checks = value_checks(source, candidates)
     misfits = misfit_checks(source, conflicts)
     accepted = F.col(REJECT_REASON).isNull()
+    discarded = F.col(REJECT_REASON) == DISCARD_ROW_REASON
     parsed = parsed.observe(
         valued,
         F.lit(0).alias("none"),  # an observation needs a metric, even with no candidates
         *[F.count_if(accepted & check).alias(f"path{i}") for i, (_, check) in enumerate(checks)],
         *[F.count_if(accepted & check).alias(f"misfit{i}") for i, (_, check) in enumerate(misfits)],
+        *[F.count_if(discarded & c).alias(f"discard{i}") for i, (_, c) in enumerate(discards)],
     )
     if not settings.topic.keep_raw_json:
         # The inbox keeps the text: staged only for the lines quarantine shows.
@@ -63,7 +77,9 @@ def stage_batch(
     metrics = valued.get
     carried = {path: metrics[f"path{i}"] for i, (path, _) in enumerate(checks)}
     misfit = {path: metrics[f"misfit{i}"] for i, (path, _) in enumerate(misfits)}
-    return spark.read.parquet(location), LineCounts.observed(counts), carried, misfit
+    by_discard = {what: metrics[f"discard{i}"] for i, (what, _) in enumerate(discards)}
+    line_counts = replace(LineCounts.observed(counts), discarded_rows=by_discard)
+    return spark.read.parquet(location), line_counts, carried, misfit
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,8 @@ class LineCounts:
 
     accepted: int
     rejected: int
+    # Of the rejected, per what a `discard_row` path objects to: the records that bring it.
+    discarded_rows: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def observed(cls, observation: Observation) -> LineCounts:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StructType
 
 from dynamic_ddl import steps
 from dynamic_ddl.ingest.bookkeeping import write_quarantine
@@ -16,6 +16,7 @@ from dynamic_ddl.ingest.raw_rows import (
     BatchContext,
     child_rows,
     quarantine_rows,
+    quarantined_values_rows,
     raw_rows,
     table_leaves,
 )
@@ -24,8 +25,9 @@ from dynamic_ddl.ingest.staging import LineCounts
 from dynamic_ddl.ingest.tables import ensure_table, overwrite_partitions
 from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.flatten import Leaf
-from dynamic_ddl.schema.naming import base_column_name
-from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan
+from dynamic_ddl.schema.modes import NO_ROUTES, Routes
+from dynamic_ddl.schema.naming import JsonPath, base_column_name
+from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan, spark_type
 
 PIECES_COLUMNS = "_source_file string, _split_start bigint, _first_row bigint, _before bigint"
 
@@ -52,8 +54,10 @@ def write_batch(
     source: StructType,
     plans: dict[str, SchemaPlan],
     registry: list[RegistryEntry],
+    routes: Routes = NO_ROUTES,
 ) -> None:
-    """Write the staged batch's raw, child and quarantine rows, each to its own partitions.
+    """Write the staged batch's raw, child and quarantine rows (of lines, and of the values
+    `routes` discards), each to its own partitions.
 
     `counts` are the staged lines' counts; quarantined lines are numbered here.
     """
@@ -76,6 +80,7 @@ def write_batch(
             event_time,
             topic.event_time_format,
             topic.keep_raw_json,
+            routes,
         ),
     )
     parent, children = table_leaves(source)
@@ -91,6 +96,7 @@ def write_batch(
             _parent_keys(topic, parent),
             event_time,
             topic.event_time_format,
+            routes,
         )
         steps.reached("raw.write_child_rows")
         overwrite_partitions(spark, table, rows)
@@ -100,6 +106,22 @@ def write_batch(
         rows = quarantine_rows(parsed.where(F.col(REJECT_REASON).isNotNull()), context)
     steps.reached("raw.write_quarantine")
     write_quarantine(spark, settings.bookkeeping.quarantine, rows, topic.name, context.batch_id)
+    discarded = discarded_column_types(plans, routes)
+    values = quarantined_values_rows(parsed, context, source, discarded) if discarded else None
+    steps.reached("raw.write_quarantined_values")
+    table = settings.bookkeeping.quarantined_values
+    write_quarantine(spark, table, values, topic.name, context.batch_id)
+
+
+def discarded_column_types(
+    plans: dict[str, SchemaPlan], routes: Routes
+) -> dict[JsonPath, DataType | None]:
+    """The paths whose values `discard_value` keeps out: each with its column's type (only
+    values it cannot hold are discarded), or None for a new key (every value is)."""
+    columns = {e.json_keys: e.data_type for plan in plans.values() for e in plan.entries}
+    return {
+        path: spark_type(columns[path]) if path in columns else None for path in routes.discarded
+    }
 
 
 def _parent_keys(topic: TopicConfig, leaves: list[Leaf]) -> dict[str, Leaf]:

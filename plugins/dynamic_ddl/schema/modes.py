@@ -1,10 +1,17 @@
 """How a topic's schema may change, per JSON path prefix (`schema_mode` of a topic).
 
-    evolve   a new key becomes a column, a value its column's type cannot hold
-             goes to the column's `__text` companion (the default)
-    freeze   a batch that brings a new key, or such a value, to a frozen path
-             fails before any table is written, naming the paths; it stays
-             pending, and the next run tries it again
+    evolve         a new key becomes a column, a value its column's type cannot
+                   hold goes to the column's `__text` companion (the default)
+    freeze         a batch that brings a new key, or such a value, to a frozen
+                   path fails before any table is written, naming the paths; it
+                   stays pending, and the next run tries it again
+    rescue         a new key gets no column, and such a value stays out of its
+                   column: both go to the row's `_overflow` map (the rescued
+                   data: path -> JSON text), and the schema never changes
+    discard_row    a line that brings a new key, or such a value, goes to
+                   `raw_quarantine` whole, with the reason `discard_row`
+    discard_value  the row is kept without the value; the value goes to
+                   `raw_quarantined_values` with its path, line and reason
 
     vars:
       raw_topics:
@@ -17,19 +24,25 @@ In a mapping the longest prefix that matches a path wins, `*` stands for
 every other path, and paths no prefix matches evolve. A prefix names a path
 as the registry's `json_path` does (`_data.media[].type`). A topic's first
 batch sets its schema whatever the mode: a frozen topic starts from it.
+Whatever the mode, no value is lost or NULLed: it lands in a column, a
+companion, the rescued map or a quarantine table (`Routes` says which).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from dynamic_ddl.schema.naming import display_path
+from dynamic_ddl.schema.naming import JsonPath, display_path
 from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan
 
 EVOLVE = "evolve"
 FREEZE = "freeze"
-MODES = (EVOLVE, FREEZE)
+RESCUE = "rescue"
+DISCARD_ROW = "discard_row"
+DISCARD_VALUE = "discard_value"
+MODES = (EVOLVE, FREEZE, RESCUE, DISCARD_ROW, DISCARD_VALUE)
 EVERY_PATH = "*"
 SHOWN_PATHS = 20  # a message names this many paths, then counts the rest
 
@@ -87,6 +100,44 @@ class SchemaModes:
     @property
     def freezes_anything(self) -> bool:
         return FREEZE in (self.default, *(mode for _, mode in self.prefixes))
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Where a batch sends the values that would change its schema, by path (the paths
+    of new keys, and of values their column's type cannot hold), per each path's mode.
+    Paths not named here evolve (or, frozen, fail the batch)."""
+
+    rescued: frozenset[JsonPath] = frozenset()  # to the row's `_overflow` map
+    discarded: frozenset[JsonPath] = frozenset()  # to raw_quarantined_values
+    discarding_rows: frozenset[JsonPath] = frozenset()  # the whole line to raw_quarantine
+
+    @property
+    def kept_out(self) -> frozenset[JsonPath]:
+        """Paths that never get a new column or a text companion this batch."""
+        return self.rescued | self.discarded | self.discarding_rows
+
+
+NO_ROUTES = Routes()  # every path evolves (a topic's first batch, or no mode routes)
+
+
+def routes(modes: SchemaModes, registry: Collection[Any], paths: Collection[JsonPath]) -> Routes:
+    """The routes of a batch's changing `paths` (new keys and conflicting values); none on
+    a topic's first batch (`registry` empty), which sets the schema whatever the mode.
+
+    Example:
+        >>> modes = SchemaModes.from_config({"*": "rescue", "a": "discard_value"}, "t")
+        >>> r = routes(modes, ["an entry"], [("a", "x"), ("b",)])
+        >>> sorted(r.rescued), sorted(r.discarded), sorted(r.discarding_rows)
+        ([('b',)], [('a', 'x')], [])
+    """
+    if not registry:
+        return NO_ROUTES
+
+    def under(mode: str) -> frozenset[JsonPath]:
+        return frozenset(path for path in paths if modes.mode_of(path) == mode)
+
+    return Routes(under(RESCUE), under(DISCARD_VALUE), under(DISCARD_ROW))
 
 
 def _mode(value: Any, where: str, prefix: str | None = None) -> str:

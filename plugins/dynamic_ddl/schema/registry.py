@@ -100,6 +100,7 @@ def plan_schema(
     pinned: Collection[JsonPath] = (),
     misfits: Mapping[JsonPath, int] | None = None,
     hints: Mapping[str, str] | None = None,
+    kept_out: Collection[JsonPath] = (),
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
 
@@ -111,7 +112,10 @@ def plan_schema(
     batch is parsed) counts, per conflicting path, the values that do not
     fit its column: those paths write their text companion. `hints` (display
     path -> type) give a new column its type instead of the batch's, which
-    is then a conflict like any other if the batch's type differs.
+    is then a conflict like any other if the batch's type differs. New paths
+    in `kept_out` (schema modes that route them elsewhere: modes.Routes) get
+    no column, whatever the room, and go with the overflow; conflicting paths
+    in it get no text companion.
 
     Example:
         >>> from pyspark.sql.types import LongType
@@ -123,8 +127,9 @@ def plan_schema(
     seen = {leaf.path: leaf for leaf in leaves}
     room = max(0, max_columns - len(by_path))
     carried = carried or {}
+    unknown = [leaf for leaf in leaves if leaf.path not in by_path]
     new_leaves = sorted(
-        (leaf for leaf in leaves if leaf.path not in by_path),
+        (leaf for leaf in unknown if leaf.path not in kept_out),
         key=lambda leaf: (
             leaf.path not in pinned and hint_of(leaf.path, hints or {}) is None,
             -carried.get(leaf.path, 0),
@@ -132,7 +137,7 @@ def plan_schema(
         ),
     )
     admitted = sorted(new_leaves[:room], key=lambda leaf: leaf.path)  # columns in path order
-    overflow = new_leaves[room:]
+    overflow = new_leaves[room:] + [leaf for leaf in unknown if leaf.path in kept_out]
     names = assign_column_names(
         (leaf.path for leaf in admitted), {path: e.column_name for path, e in by_path.items()}
     )
@@ -158,7 +163,11 @@ def plan_schema(
             conflicts.append((entry, leaf.data_type.simpleString()))
         added.append(entry)
     misfits = misfits or {}
-    texts = [entry for entry, _ in conflicts if misfits.get(entry.json_keys, 0) > 0]
+    texts = [
+        entry
+        for entry, _ in conflicts
+        if misfits.get(entry.json_keys, 0) > 0 and entry.json_keys not in kept_out
+    ]
     return SchemaPlan(entries + added, added, conflicts, overflow, texts)
 
 
