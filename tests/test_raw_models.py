@@ -12,10 +12,15 @@ import pytest
 import yaml
 
 from dynamic_ddl.ingest.__main__ import main
-from dynamic_ddl.ingest.raw_models import TEMPLATE, model_file, sync
+from dynamic_ddl.ingest.raw_models import model_file, model_source, sync
 from tests.conftest import DBT, PROJECT_ROOT
 
-NEW_TOPIC = {"record_key": ["flight.id"], "event_time": "flight.started_at"}
+NEW_TOPIC = {
+    "record_key": ["flight.id"],
+    "event_time": "flight.started_at",
+    "schema_mode": {"*": "evolve", "flight.telemetry": "rescue"},
+    "hints": {"flight.started_at": "timestamp"},
+}
 
 
 def test_the_project_has_one_generated_raw_model_per_topic():
@@ -53,14 +58,15 @@ def dbt(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
     """A new entry in vars.raw_topics, then `topics`: dbt selects `raw_<topic>`, with the
-    raw_ingest materialization and the ledger and registry upstream in its lineage."""
+    raw_ingest materialization, the topic's entry (schema mode and hints included) as
+    its `meta` for the docs site, and the ledger and registry upstream in its lineage."""
     set_topics(project, lambda topics: topics.update(drone_flights=NEW_TOPIC))
     assert main(["topics", "--check", "--project-dir", str(project)]) == 1
     assert "would write" in capsys.readouterr().out
     assert not model_file(project, "drone_flights").exists()
 
     assert main(["topics", "--project-dir", str(project)]) == 0
-    assert model_file(project, "drone_flights").read_text() == TEMPLATE
+    assert model_file(project, "drone_flights").read_text() == model_source(NEW_TOPIC)
     assert main(["topics", "--check", "--project-dir", str(project)]) == 0
 
     listed = dbt(
@@ -77,6 +83,7 @@ def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
     nodes = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
     assert [node["name"] for node in nodes] == ["raw_drone_flights"]
     assert nodes[0]["config"]["materialized"] == "raw_ingest"
+    assert nodes[0]["config"]["meta"] == NEW_TOPIC
     assert set(nodes[0]["depends_on"]["nodes"]) == {
         "source.dynamic_ddl.ingestion.raw_file_ledger",
         "source.dynamic_ddl.ingestion.raw_schema_registry",
@@ -105,4 +112,18 @@ def test_a_topic_removed_from_the_config_loses_only_its_generated_model(project,
     assert not model_file(project, "device_state").exists()
     assert f"removed {model_file(project, 'device_state')}" in out
     assert hand_written.exists() and f"left {hand_written}" in out
-    assert model_file(project, "device_events").read_text() == TEMPLATE
+    assert "_data.event.id" in model_file(project, "device_events").read_text()
+
+
+def test_a_changed_mode_or_hint_makes_the_raw_model_out_of_date(project):
+    """The docs site shows a topic's mode and hints from its model's `meta`: changing
+    them in the config makes `topics --check` (lint) fail until `topics` rewrites it."""
+    assert main(["topics", "--check", "--project-dir", str(project)]) == 0
+
+    def freeze(topics):
+        topics["device_events"]["schema_mode"] = "freeze"
+
+    set_topics(project, freeze)
+    assert main(["topics", "--check", "--project-dir", str(project)]) == 1
+    assert main(["topics", "--project-dir", str(project)]) == 0
+    assert '"schema_mode": "freeze"' in model_file(project, "device_events").read_text()

@@ -242,6 +242,8 @@ ROUTED_TOPIC = {
     "schema_mode": ROUTED_MODES,
     "hints": {"dv.t": "timestamp"},
 }
+FROZEN_TOPIC = {"record_key": ["id"], "event_time": "ts", "schema_mode": {"_data": "freeze"}}
+HINTED_TOPIC = {"record_key": ["id"], "event_time": "ts", "hints": {"ts": "timestamp"}}
 HINTED_BATCH = [
     json.dumps({"id": 1, "ts": "2026-11-01T10:00:00Z"}),
     json.dumps({"id": 2, "ts": "at tea time"}),
@@ -261,9 +263,7 @@ class SchemaControlSuite:
 
     @pytest.fixture(scope="class")
     def project_config_update(self, inbox):
-        topic = {"record_key": ["id"], "event_time": "ts", "schema_mode": {"_data": "freeze"}}
-        hinted = {"record_key": ["id"], "event_time": "ts", "hints": {"ts": "timestamp"}}
-        topics = {"frozen": topic, "hinted": hinted, "routed": ROUTED_TOPIC}
+        topics = {"frozen": FROZEN_TOPIC, "hinted": HINTED_TOPIC, "routed": ROUTED_TOPIC}
         return {
             "vars": {"inbox_dir": str(inbox), "raw_topics": topics},
             "on-run-start": ["{{ create_ingestion_tables() }}"],
@@ -271,12 +271,12 @@ class SchemaControlSuite:
 
     @pytest.fixture(scope="class")
     def models(self):
-        from dynamic_ddl.ingest.raw_models import TEMPLATE
+        from dynamic_ddl.ingest.raw_models import model_source
 
         return {
-            "raw_frozen.py": TEMPLATE,
-            "raw_hinted.py": TEMPLATE,
-            "raw_routed.py": TEMPLATE,
+            "raw_frozen.py": model_source(FROZEN_TOPIC),
+            "raw_hinted.py": model_source(HINTED_TOPIC),
+            "raw_routed.py": model_source(ROUTED_TOPIC),
             "_raw.yml": yaml.safe_dump(_project_sources()),
         }
 

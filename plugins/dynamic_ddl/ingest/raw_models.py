@@ -1,29 +1,39 @@
 """The raw models of the topics: one thin file per entry of `vars.raw_topics`, generated.
 
-dbt needs a file per model, and every raw model is the same file (its
+dbt needs a file per model, and every raw model runs the same code (its
 settings come from `vars.raw_topics`, passed in by the `raw_ingest`
 materialization). So the config is the one source of truth: `sync` writes
 `python_models/raw/raw_<topic>.py` for each configured topic (a configured
-topic's file is always the template: an edit there is written over), and
-removes a generated file whose topic left the config. A `raw_*.py` that is
-not the template and whose topic is not configured is never removed, only
-reported. `python -m dynamic_ddl.ingest topics` runs it;
+topic's file is always what the config generates: an edit there is written
+over), and removes a generated file whose topic left the config. A
+`raw_*.py` that was not generated and whose topic is not configured is never
+removed, only reported. `python -m dynamic_ddl.ingest topics` runs it;
 `--check` only says what would change (lint runs that).
+
+Each file carries its topic's entry as the model's `meta` (record key, event
+time, `schema_mode`, `hints`), which the docs site shows on the model's page;
+the run itself reads the entry from `vars`, so a stale file misleads only
+the docs, and lint names it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dynamic_ddl.ingest.topics import load_project_vars, parse_topics
 
 RAW_MODELS_DIR = Path("python_models") / "raw"
 MODEL_PREFIX = "raw_"
+GENERATED_MARK = "Generated from vars.raw_topics by `python -m dynamic_ddl.ingest topics`"
+# What a model's `meta` shows of its topic's entry, with the defaults an entry may omit.
+META_DEFAULTS = {"record_key": None, "event_time": None, "schema_mode": "evolve", "hints": {}}
 
 TEMPLATE = '''"""The raw model of the topic in its name (raw_<topic>): see dynamic_ddl.ingest.job.
 
-Generated from vars.raw_topics by `python -m dynamic_ddl.ingest topics`
+{mark}
 (`make topics`): edit the topic's entry in dbt_project.yml, not this file.
 """
 
@@ -32,12 +42,29 @@ from dynamic_ddl.ingest.job import ingest_topic
 
 def model(dbt, session):
     # In the model itself: dbt sets Python models to "table" over dbt_project.yml.
-    dbt.config(materialized="raw_ingest")
+    # `meta` is the topic's entry, for the docs site (the run reads vars.raw_topics).
+    dbt.config(materialized="raw_ingest", meta={meta})
     # Ingestion reads these two tables (fresh, by name); declared so lineage shows it.
     dbt.source("ingestion", "raw_file_ledger")
     dbt.source("ingestion", "raw_schema_registry")
     return ingest_topic(session, dbt.config.get("raw_ingest"))
 '''
+
+
+def topic_meta(entry: dict[str, Any]) -> dict[str, Any]:
+    """What a raw model's `meta` shows of its topic's entry (as configured, defaults filled).
+
+    Example:
+        >>> topic_meta({"record_key": "id", "event_time": "ts", "hints": {"n": "double"}})
+        {'record_key': 'id', 'event_time': 'ts', 'schema_mode': 'evolve', 'hints': {'n': 'double'}}
+    """
+    return {key: entry.get(key, default) for key, default in META_DEFAULTS.items()}
+
+
+def model_source(entry: dict[str, Any]) -> str:
+    """The raw model file of a topic, from its entry in vars.raw_topics."""
+    meta = json.dumps(topic_meta(entry), ensure_ascii=False)
+    return TEMPLATE.format(mark=GENERATED_MARK, meta=meta)
 
 
 @dataclass(frozen=True)
@@ -78,20 +105,22 @@ def sync(project_dir: Path, check: bool = False) -> SyncReport:
     With `check`, nothing is written: the report says what is out of date.
     Raises topics.ConfigError when `vars.raw_topics` is invalid.
     """
-    topics = parse_topics(load_project_vars(project_dir))
+    project_vars = load_project_vars(project_dir)
+    topics = parse_topics(project_vars)
     report = SyncReport()
-    wanted = {model_file(project_dir, name) for name in topics}
-    for path in sorted(wanted):
-        if not path.exists() or path.read_text(encoding="utf-8") != TEMPLATE:
+    wanted = {model_file(project_dir, name): name for name in topics}
+    for path, name in sorted(wanted.items()):
+        source = model_source(project_vars["raw_topics"][name])
+        if not path.exists() or path.read_text(encoding="utf-8") != source:
             report.written.append(path)
             if not check:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(TEMPLATE, encoding="utf-8")
+                path.write_text(source, encoding="utf-8")
     folder = Path(project_dir) / RAW_MODELS_DIR
     for path in sorted(folder.glob(f"{MODEL_PREFIX}*.py")):
         if path in wanted:
             continue
-        if path.read_text(encoding="utf-8") == TEMPLATE:
+        if GENERATED_MARK in path.read_text(encoding="utf-8"):
             report.removed.append(path)
             if not check:
                 path.unlink()
