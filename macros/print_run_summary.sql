@@ -74,10 +74,13 @@
         ).columns[0].values() -%}
         {%- set raw = adapter.get_relation(database=none, schema=schema, identifier='raw_' ~ topic) -%}
         {%- if column and raw is not none -%}
+            {#- A timestamp column keeps what it cannot hold in its text companion. -#}
+            {%- set text = column_or_null(raw, column[0] ~ '__text', 'string') -%}
             {%- do unreadable.append(
                 "select '" ~ raw.identifier ~ "', count(*) from " ~ raw
-                ~ " where _batch_id >= '" ~ since ~ "' and _event_date is null and "
-                ~ adapter.quote(column[0]) ~ ' is not null having count(*) > 0') -%}
+                ~ " where _batch_id >= '" ~ since ~ "' and _event_date is null and ("
+                ~ adapter.quote(column[0]) ~ ' is not null or ' ~ text ~ ' is not null)'
+                ~ ' having count(*) > 0') -%}
         {%- endif -%}
     {%- endfor -%}
     {%- set lines = [discovered, quarantined] -%}

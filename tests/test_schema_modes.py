@@ -111,7 +111,8 @@ def test_a_wrong_hint_names_the_setting():
 def test_hinted_paths_take_their_type_and_keep_what_it_cannot_hold_as_text(spark, tmp_path):
     """`hints` type a path's column when it is made (a timestamp from ISO text, a double,
     a boolean); a value the type cannot hold keeps its exact text in `__text`, never NULL,
-    and the event date still comes from the event time, whatever its column's type."""
+    and the event date still comes from the event time, whatever its column's type. The
+    event time's column takes every time the event-time reader reads (an epoch too)."""
     schema = "modes_hints"
     write_lines(
         tmp_path,
@@ -135,7 +136,7 @@ def test_hinted_paths_take_their_type_and_keep_what_it_cannot_hold_as_text(spark
         (1, "2026-11-01 10:00:00", None, 1.5, None, True, None),
         (2, "2026-11-01 11:30:00", None, None, "9007199254740993", None, "yes"),
         (3, None, "yesterday", None, "n/a", None, None),
-        (4, None, "1700000000", 2.0, None, None, None),
+        (4, "2023-11-14 22:13:20", None, 2.0, None, None, None),  # the event time: epochs too
     ]
     dates = dict(raw.selectExpr("id", "cast(_event_date as string)").collect())
     assert dates == {1: "2026-11-01", 2: "2026-11-01", 3: None, 4: "2023-11-14"}
@@ -239,4 +240,50 @@ def test_each_mode_routes_what_would_change_the_schema_and_loses_nothing(spark, 
         (4, "dv.new", None, "x", "new key"),
         (4, "dv.t", None, "soon", "not held by its timestamp column"),
     ]
+    assert_every_line_accounted_for(spark, schema)
+
+
+def test_iso_times_become_timestamp_columns_and_the_event_time_always_does(spark, tmp_path):
+    """A new text path whose every value in the batch is an ISO 8601 time gets a
+    timestamp column (UTC); one non-ISO value, or dates alone, keep it text. The event
+    time's column is a timestamp whatever its format (Twitter's, epoch ms); what no
+    reader reads, and later text in a timed column, keep their text in `__text`."""
+    schema = "modes_typed_times"
+    write_lines(
+        tmp_path,
+        "1.json",
+        [
+            '{"id": 1, "ts": "Sun Aug 31 00:29:15 +0000 2014", "seen": "2026-11-01T10:00:00+02:00",'
+            ' "note": "2026-11-01T10:00:00Z", "day": "2026-11-01"}',
+            '{"id": 2, "ts": 1700000000000, "seen": "2026-11-01 08:30:00", "note": "soon"}',
+            '{"id": 3, "ts": "at tea time", "seen": null}',
+        ],
+    )
+    ingest(spark, schema, tmp_path)
+    raw = spark.table(f"{schema}.raw_feed")
+    types = dict(raw.dtypes)
+    assert [types[c] for c in ("ts", "seen", "note", "day")] == [
+        "timestamp",
+        "timestamp",
+        "string",
+        "string",
+    ]
+    registry = spark.table(f"{schema}.raw_schema_registry").where("table_name = 'raw_feed'")
+    assert {r.column_name: r.data_type for r in registry.collect()}["seen"] == "timestamp"
+
+    write_lines(tmp_path, "2.json", ['{"id": 4, "ts": "2026-11-02T00:00:00Z", "seen": "never"}'])
+    (summary,) = ingest(spark, schema, tmp_path)
+    assert summary.values_as_text == 1
+    columns = ["id", "cast(ts as string)", "ts__text", "cast(seen as string)", "seen__text"]
+    rows = sorted(map(tuple, spark.table(f"{schema}.raw_feed").selectExpr(*columns).collect()))
+    assert rows == [
+        (1, "2014-08-31 00:29:15", None, "2026-11-01 08:00:00", None),
+        (2, "2023-11-14 22:13:20", None, "2026-11-01 08:30:00", None),
+        (3, None, "at tea time", None, None),
+        (4, "2026-11-02 00:00:00", None, None, "never"),
+    ]
+    dates = dict(
+        spark.table(f"{schema}.raw_feed").selectExpr("id", "string(_event_date)").collect()
+    )
+    assert dates == {1: "2014-08-31", 2: "2023-11-14", 3: None, 4: "2026-11-02"}
     assert_every_line_accounted_for(spark, schema)

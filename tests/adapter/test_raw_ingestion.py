@@ -122,8 +122,8 @@ class TestRawIngestion:
 
     @pytest.fixture(scope="class")
     def macros(self):
-        test = PROJECT_ROOT / "macros/readable_event_times.sql"
-        return {test.name: test.read_text()}
+        needed = ("readable_event_times.sql", "column_or_null.sql")
+        return {name: (PROJECT_ROOT / "macros" / name).read_text() for name in needed}
 
     def _rows(self, project, sql):
         return [tuple(row) for row in project.run_sql(sql, fetch="all")]

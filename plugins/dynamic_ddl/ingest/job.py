@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StringType, StructType
+from pyspark.sql.types import StringType, StructType, TimestampType
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import RETIRED_SUFFIX, recover_swap, spark_sql
@@ -61,11 +61,13 @@ from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import exact_numbers, infer_schema, parse_schema
 from dynamic_ddl.ingest.planning import (
     all_leaves,
+    event_time_as_iso,
     ignored_hints,
     parse_types,
     plan_tables,
     row_discards,
     text_paths,
+    time_candidates,
 )
 from dynamic_ddl.ingest.raw_rows import BatchContext
 from dynamic_ddl.ingest.settings import IngestSettings
@@ -220,10 +222,27 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # Where the modes send what would change the schema (none on a topic's first batch).
     routes = route_changes(topic.schema_modes, registry, new_paths | set(as_text))
     discards = row_discards(source, routes, new_paths, as_text)
+    # New text paths become timestamp columns when every value is ISO 8601 (counted
+    # as misfits of a timestamp type while parsing, like conflicts).
+    candidates = {
+        path: TimestampType() for path in time_candidates(settings, registry, inferred, routes)
+    }
+    rewrite = event_time_as_iso(source, topic, as_text)
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
-        spark, settings, list(batch.files), links, source, staging, new_paths, as_text, discards
+        spark,
+        settings,
+        list(batch.files),
+        links,
+        source,
+        staging,
+        new_paths,
+        {**candidates, **as_text},
+        discards,
+        rewrite,
     )
+    timed = {path for path in candidates if carried.get(path, 0) and not misfits[path]}
+    as_text |= {path: TimestampType() for path in timed}  # parsed as text already
     PROGRESS.info(
         f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
         f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"
@@ -231,7 +250,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     for what, lines in counts.discarded_rows.items():
         if lines:
             PROGRESS.warning(f"{settings.table}: discard_row: {lines:,} lines quarantined, {what}")
-    plans = plan_tables(settings, registry, source, batch.batch_id, carried, misfits, routes)
+    plans = plan_tables(settings, registry, source, batch.batch_id, carried, misfits, routes, timed)
     unsplit = {path for plan in plans.values() for path in plan.text_paths()} - set(as_text)
     if unsplit:  # a bug, never data: refuse rather than write values unsplit
         raise RuntimeError(f"{settings.table}: paths parsed as text but not split: {unsplit}")

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -322,13 +322,15 @@ def parse_lines(
     limits: LineLimits = LineLimits(),
     counts: Observation | None = None,
     discard: Column | None = None,
+    rewrite: Callable[[Column], Column] | None = None,
 ) -> DataFrame:
     """Parse each line once: adds `_record` (positional struct) and `_reject_reason`.
 
     Over-long lines are not parsed at all. `counts`, when given, receives the
     `accepted` and `rejected` line counts once the result is first computed.
-    `lines` is `read_text_lines`' result. `discard`, on `_record`, rejects the
-    otherwise accepted lines it holds for (`discard_row`).
+    `lines` is `read_text_lines`' result. `rewrite` changes each parsed record
+    before it is judged (planning.event_time_as_iso). `discard`, on `_record`,
+    rejects the otherwise accepted lines it holds for (`discard_row`).
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT_RECORD, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
@@ -336,6 +338,8 @@ def parse_lines(
     parsed = F.from_json("line", with_corrupt, options).cast(positional_type(with_corrupt))
     # Two selects, so the parse is computed once and the reason reads its result.
     parsed_lines = lines.select("*", F.when(~too_long, parsed).alias(RECORD))
+    if rewrite is not None:
+        parsed_lines = parsed_lines.withColumn(RECORD, rewrite(F.col(RECORD)))
     reason = rejection_reason(F.col("line"), F.col(RECORD), schema, limits)
     if discard is not None:
         reason = F.coalesce(reason, F.when(discard, F.lit(DISCARD_ROW_REASON)))

@@ -6,11 +6,18 @@ the batch is parsed, of how many accepted records carry each new path).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, StringType, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD
 from dynamic_ddl.ingest.raw_rows import (
@@ -23,7 +30,8 @@ from dynamic_ddl.ingest.raw_rows import (
 )
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.topics import TopicConfig
-from dynamic_ddl.schema.exact import fits
+from dynamic_ddl.schema.event_time import event_timestamp_sql
+from dynamic_ddl.schema.exact import ISO_TIMESTAMP_FORMAT, fits
 from dynamic_ddl.schema.flatten import Leaf, field_at
 from dynamic_ddl.schema.modes import NO_ROUTES, Routes
 from dynamic_ddl.schema.naming import (
@@ -61,6 +69,20 @@ def child_table_names(
     }
     names = assign_column_names(paths, existing)
     return {path: f"{schema}.{prefix}{names[path]}" for path in paths}
+
+
+def column_hints(topic: TopicConfig, timed: Collection[JsonPath] = ()) -> dict[str, str]:
+    """The type each hinted path's new column takes: the topic's `hints`, its event time
+    as a timestamp unless a hint says otherwise (decision 0005, "Typed times"), and the
+    `timed` paths (new text paths whose every value in the batch is an ISO 8601 time).
+
+    Example:
+        >>> from dynamic_ddl.ingest.topics import TopicConfig
+        >>> column_hints(TopicConfig("t", ("id",), "a.ts", hints=(("n", "double"),)))
+        {'a.ts': 'timestamp', 'n': 'double'}
+    """
+    timestamps = {topic.event_time: "timestamp"} | {display_path(p): "timestamp" for p in timed}
+    return timestamps | dict(topic.hints)
 
 
 def pinned_paths(topic: TopicConfig) -> set[JsonPath]:
@@ -102,6 +124,7 @@ def plan_tables(
     carried: dict[JsonPath, int] | None = None,
     misfits: dict[JsonPath, int] | None = None,
     routes: Routes = NO_ROUTES,
+    timed: Collection[JsonPath] = (),
 ) -> dict[str, SchemaPlan]:
     """A schema plan per table the batch writes (the raw table, each child table), by bare name.
 
@@ -109,7 +132,8 @@ def plan_tables(
     a value at each new path: a new path gets a column only if one does,
     and the cap ranks new paths by it. `misfits` counts, per conflicting
     path, the values that need its text companion. Paths `routes` sends
-    elsewhere (schema modes) get neither a column nor a companion.
+    elsewhere (schema modes) get neither a column nor a companion. `timed`
+    new paths get timestamp columns (column_hints).
     """
     parent, children = table_leaves(source)
     tables = child_table_names(settings.table, [child.path for child in children], registry)
@@ -132,7 +156,7 @@ def plan_tables(
             carried,
             pinned_paths(settings.topic),
             misfits,
-            dict(settings.topic.hints),
+            column_hints(settings.topic, timed),
             routes.kept_out,
         )
         for name, leaves in leaves_by_table.items()
@@ -154,7 +178,7 @@ def text_paths(
         for plan in draft.values()
         for entry, _ in plan.conflicts
     }
-    hints = dict(settings.topic.hints)
+    hints = column_hints(settings.topic)
     known = {entry.json_keys for entry in registry}
     for leaf in all_leaves(inferred):
         hint = hint_of(leaf.path, hints)
@@ -186,6 +210,50 @@ def row_discards(
         for path, check in misfit_checks(source, conflicting)
     ]
     return checks
+
+
+def time_candidates(
+    settings: IngestSettings,
+    registry: list[RegistryEntry],
+    inferred: StructType,
+    routes: Routes,
+) -> set[JsonPath]:
+    """New paths the batch holds as text, with no hint, that would get a column: each
+    becomes a timestamp column if every value the batch has there is an ISO 8601 time
+    (schema/exact.py, counted while the batch is parsed)."""
+    hints = column_hints(settings.topic)
+    known = {entry.json_keys for entry in registry}
+    return {
+        leaf.path
+        for leaf in all_leaves(inferred)
+        if isinstance(leaf.data_type, StringType)
+        and leaf.path not in known
+        and leaf.path not in routes.kept_out
+        and hint_of(leaf.path, hints) is None
+    }
+
+
+def event_time_as_iso(
+    source: StructType, topic: TopicConfig, as_text: dict[JsonPath, DataType]
+) -> Callable[[Column], Column] | None:
+    """When the event time is parsed as text for a timestamp column: a rewrite of each
+    record that puts every event time schema/event_time.py reads (epochs, the topic's
+    format, ...) as ISO 8601 text at its place, for the column to take exactly; one it
+    cannot read stays as it was (for `__text`). None otherwise. The rewrite is of
+    the `_record` column (the expressions name it)."""
+    path = dotted(topic.event_time)
+    if not isinstance(as_text.get(path), TimestampType | TimestampNTZType):
+        return None
+    parent, _ = table_leaves(source)
+    leaf = next((leaf for leaf in parent if leaf.path == path), None)
+    if leaf is None:
+        return None
+    field = ".".join(f"f{ordinal}" for ordinal in leaf.ordinals)
+    read = F.expr(event_timestamp_sql(f"{RECORD}.{field}", topic.event_time_format))
+    as_iso = F.coalesce(
+        F.date_format(read, ISO_TIMESTAMP_FORMAT), field_at(F.col(RECORD), leaf.ordinals)
+    )
+    return lambda record: record.withField(field, as_iso)
 
 
 def all_leaves(schema: StructType) -> list[Leaf]:

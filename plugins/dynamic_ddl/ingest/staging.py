@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import reduce
 
@@ -40,6 +40,7 @@ def stage_batch(
     candidates: set[JsonPath],
     conflicts: dict[JsonPath, DataType],
     discards: Sequence[tuple[str, Column]] = (),
+    rewrite: Callable[[Column], Column] | None = None,
 ) -> tuple[DataFrame, LineCounts, dict[JsonPath, int], dict[JsonPath, int]]:
     """Parse the batch's lines once, with `source`, into its staging Parquet at `location`.
 
@@ -49,14 +50,15 @@ def stage_batch(
     each of the `conflicts` (paths parsed as text: their column's type) the
     number holding a value that type does not hold. `discards`
     (planning.row_discards) reject the records they hold for, counted per
-    what they object to in the counts. Reading Parquet back is
+    what they object to in the counts; `rewrite` changes each record first
+    (parse_lines). Reading Parquet back is
     far cheaper than parsing JSON again, and every later pass reads it; a
     rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
     lines = read_text_lines(spark, links, [f.path for f in files], [f.first_line for f in files])
     discard = reduce(operator.or_, [check for _, check in discards]) if discards else None
-    parsed = parse_lines(lines, source, settings.limits, counts, discard)
+    parsed = parse_lines(lines, source, settings.limits, counts, discard, rewrite)
     checks = value_checks(source, candidates)
     misfits = misfit_checks(source, conflicts)
     accepted = F.col(REJECT_REASON).isNull()

@@ -61,6 +61,11 @@ ISO_TIMESTAMP = (
 )
 
 
+# ISO 8601 as `date_format` writes it: microseconds and the offset, `Z` in UTC. Text
+# in this form is a timestamp that ISO_TIMESTAMP matches and `cast` reads back.
+ISO_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
+
+
 def text_column(column: str) -> str:
     """The name of a column's text companion.
 
