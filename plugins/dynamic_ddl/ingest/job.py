@@ -8,17 +8,21 @@ new files), its steps in the modules named:
    the batch's own ledger partition (bookkeeping.py);
 2. infer the batch's schema, plan the registry (new columns, stale ones,
    and paths whose values conflict with their column's type, parsed as
-   text) (planning.py); a plan that changes a frozen path fails the
-   batch here, once step 3 has counted the values (schema/modes.py);
+   text) (planning.py), and where each path's mode sends what would change
+   the schema (schema/modes.py); a plan that changes a frozen path fails
+   the batch here, once step 3 has counted the values;
 3. parse every line once, into the batch's staging Parquet (each line with
-   where it was read, its parsed record or its reason for quarantine),
-   observing on the way which new paths hold values; the raw, child and
-   quarantine writes all read it, and no JSON again (staging.py);
+   where it was read, its parsed record or its reason for quarantine,
+   `discard_row` included; readable event times as ISO text), observing on
+   the way which new paths hold values, which values misfit their column,
+   and which new text paths hold only ISO 8601 times (timestamp columns);
+   the raw, child and quarantine writes all read it, and no JSON again
+   (staging.py);
 4. create the raw table and its child tables, or `ADD COLUMNS` to them
    (new paths, and the `__text` companions of conflicting values);
-5. write raw rows, child rows and quarantine rows, each into the batch's own
-   partitions only (quarantine is skipped when no line was rejected)
-   (writing.py);
+5. write raw rows, child rows, quarantine rows and quarantined values
+   (`discard_value`), each into the batch's own partitions only (a
+   quarantine is skipped when nothing went there) (writing.py);
 6. write the registry, then mark the ledger entries `committed`; drop the
    staging files.
 

@@ -9,9 +9,10 @@
           pinned_paths: [_data.device.model]  # optional: columns first when the cap must choose
           event_time_format: dd.MM.yyyy HH:mm  # optional: tried before ISO 8601, epochs, ...
           keep_raw_json: false           # optional: a copy of each line in _raw_json
-          schema_mode: evolve            # optional: or freeze, per path prefix too
+          schema_mode: evolve            # optional: or freeze, rescue, discard_row,
+                                         # discard_value; per path prefix too
                                          # (schema/modes.py)
-          hints: {_data.log_ts: timestamp}   # optional: a path's column type, fixed
+          hints: {_data.n: double}       # optional: a path's column type, fixed
 
 Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`;
 its raw model is generated from this entry (raw_models.py, `make topics`).
@@ -56,10 +57,11 @@ class TopicConfig:
     # The inbox is the raw archive (rows point at it by _source_file and
     # _line_number); a copy of each line in the raw table only on request.
     keep_raw_json: bool = False
-    # How its schema may change, per path prefix (evolve or freeze).
+    # How its schema may change, per path prefix (schema/modes.py).
     schema_modes: SchemaModes = SchemaModes()
     # Declared column types: (path as the registry writes it, type). A hinted path's
-    # column takes that type when it is made; values it cannot hold go to `__text`.
+    # column takes that type when it is made; values it cannot hold go to `__text` (or
+    # where the path's mode sends them). The event time is a timestamp unless hinted.
     hints: tuple[tuple[str, str], ...] = ()
 
 
