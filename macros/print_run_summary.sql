@@ -75,9 +75,9 @@
         {%- set raw = adapter.get_relation(database=none, schema=schema, identifier='raw_' ~ topic) -%}
         {%- if column and raw is not none -%}
             {#- A timestamp column keeps what it cannot hold in its text companion. -#}
-            {%- set text = column_or_null(raw, column[0] ~ '__text', 'string') -%}
+            {%- set text = column_or_null(raw, column[0] ~ '__text', 'string', 'raw_rows') -%}
             {%- do unreadable.append(
-                "select '" ~ raw.identifier ~ "', count(*) from " ~ raw
+                "select '" ~ raw.identifier ~ "', count(*) from " ~ raw ~ ' as raw_rows'
                 ~ " where _batch_id >= '" ~ since ~ "' and _event_date is null and ("
                 ~ adapter.quote(column[0]) ~ ' is not null or ' ~ text ~ ' is not null)'
                 ~ ' having count(*) > 0') -%}

@@ -103,15 +103,19 @@ def test_a_topic_without_its_raw_model_stops_the_run_naming_the_command(project)
 
 
 def test_a_topic_removed_from_the_config_loses_only_its_generated_model(project, capsys):
-    """The generated model of a removed topic goes; a hand-written raw_*.py stays, reported."""
-    set_topics(project, lambda topics: topics.pop("device_state"))
+    """The generated model of a removed topic goes; a hand-written raw_*.py, or a generated
+    one edited since, stays, reported."""
+    set_topics(project, lambda topics: [topics.pop(t) for t in ("device_state", "app_attributes")])
     hand_written = project / "python_models" / "raw" / "raw_legacy.py"
     hand_written.write_text("def model(dbt, session):\n    return None\n")
+    edited = model_file(project, "app_attributes")
+    edited.write_text(edited.read_text() + "# a local change\n")
     assert main(["topics", "--project-dir", str(project)]) == 0
     out = capsys.readouterr().out
     assert not model_file(project, "device_state").exists()
     assert f"removed {model_file(project, 'device_state')}" in out
     assert hand_written.exists() and f"left {hand_written}" in out
+    assert edited.exists() and f"left {edited}" in out
     assert "_data.event.id" in model_file(project, "device_events").read_text()
 
 
@@ -126,4 +130,4 @@ def test_a_changed_mode_or_hint_makes_the_raw_model_out_of_date(project):
     set_topics(project, freeze)
     assert main(["topics", "--check", "--project-dir", str(project)]) == 1
     assert main(["topics", "--project-dir", str(project)]) == 0
-    assert '"schema_mode": "freeze"' in model_file(project, "device_events").read_text()
+    assert "'schema_mode': 'freeze'" in model_file(project, "device_events").read_text()

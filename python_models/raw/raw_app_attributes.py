@@ -10,7 +10,7 @@ from dynamic_ddl.ingest.job import ingest_topic
 def model(dbt, session):
     # In the model itself: dbt sets Python models to "table" over dbt_project.yml.
     # `meta` is the topic's entry, for the docs site (the run reads vars.raw_topics).
-    dbt.config(materialized="raw_ingest", meta={"record_key": ["id", "record_key", "log_ts"], "event_time": "log_ts", "schema_mode": "evolve", "hints": {}})
+    dbt.config(materialized="raw_ingest", meta={'record_key': ['id', 'record_key', 'log_ts'], 'event_time': 'log_ts', 'schema_mode': 'evolve', 'hints': {}})
     # Ingestion reads these two tables (fresh, by name); declared so lineage shows it.
     dbt.source("ingestion", "raw_file_ledger")
     dbt.source("ingestion", "raw_schema_registry")

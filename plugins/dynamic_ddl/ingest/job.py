@@ -79,8 +79,7 @@ from dynamic_ddl.ingest.staging import stage_batch, staging_location
 from dynamic_ddl.ingest.tables import remove_local_dir
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
-from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message
-from dynamic_ddl.schema.modes import routes as route_changes
+from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message, plan_routes
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 
@@ -224,14 +223,14 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
     seen = {leaf.path: leaf.data_type.simpleString() for leaf in all_leaves(inferred)}
     # Where the modes send what would change the schema (none on a topic's first batch).
-    routes = route_changes(topic.schema_modes, registry, new_paths | set(as_text))
+    routes = plan_routes(topic.schema_modes, registry, new_paths | set(as_text))
     discards = row_discards(source, routes, new_paths, as_text)
     # New text paths become timestamp columns when every value is ISO 8601 (counted
     # as misfits of a timestamp type while parsing, like conflicts).
-    candidates = {
+    timestamps = {
         path: TimestampType() for path in time_candidates(settings, registry, inferred, routes)
     }
-    rewrite = event_time_as_iso(source, topic, as_text)
+    rewrite = event_time_as_iso(source, topic, as_text, routes)
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
         spark,
@@ -241,11 +240,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         source,
         staging,
         new_paths,
-        {**candidates, **as_text},
+        {**timestamps, **as_text},
         discards,
         rewrite,
     )
-    timed = {path for path in candidates if carried.get(path, 0) and not misfits[path]}
+    timed = {path for path in timestamps if carried.get(path, 0) and not misfits[path]}
     as_text |= {path: TimestampType() for path in timed}  # parsed as text already
     PROGRESS.info(
         f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
@@ -253,7 +252,9 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     )
     for what, lines in counts.discarded_rows.items():
         if lines:
-            PROGRESS.warning(f"{settings.table}: discard_row: {lines:,} lines quarantined, {what}")
+            PROGRESS.warning(
+                f"{settings.table}: discard_row: {lines:,} quarantined lines bring {what}"
+            )
     plans = plan_tables(settings, registry, source, batch.batch_id, carried, misfits, routes, timed)
     unsplit = {path for plan in plans.values() for path in plan.text_paths()} - set(as_text)
     if unsplit:  # a bug, never data: refuse rather than write values unsplit

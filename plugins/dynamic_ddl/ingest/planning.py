@@ -27,11 +27,12 @@ from dynamic_ddl.ingest.raw_rows import (
     RAW_JSON,
     element_leaves,
     table_leaves,
+    type_at,
 )
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.event_time import event_timestamp_sql
-from dynamic_ddl.schema.exact import ISO_TIMESTAMP_FORMAT, fits
+from dynamic_ddl.schema.exact import BEYOND_MICROSECONDS, ISO_TIMESTAMP_FORMAT, fits
 from dynamic_ddl.schema.flatten import Leaf, field_at
 from dynamic_ddl.schema.modes import NO_ROUTES, Routes
 from dynamic_ddl.schema.naming import (
@@ -71,18 +72,16 @@ def child_table_names(
     return {path: f"{schema}.{prefix}{names[path]}" for path in paths}
 
 
-def column_hints(topic: TopicConfig, timed: Collection[JsonPath] = ()) -> dict[str, str]:
-    """The type each hinted path's new column takes: the topic's `hints`, its event time
-    as a timestamp unless a hint says otherwise (decision 0005, "Typed times"), and the
-    `timed` paths (new text paths whose every value in the batch is an ISO 8601 time).
+def column_hints(topic: TopicConfig) -> dict[str, str]:
+    """The type each hinted path's new column takes: the topic's `hints`, and its event
+    time as a timestamp unless a hint says otherwise (decision 0005, "Typed times").
 
     Example:
         >>> from dynamic_ddl.ingest.topics import TopicConfig
         >>> column_hints(TopicConfig("t", ("id",), "a.ts", hints=(("n", "double"),)))
         {'a.ts': 'timestamp', 'n': 'double'}
     """
-    timestamps = {topic.event_time: "timestamp"} | {display_path(p): "timestamp" for p in timed}
-    return timestamps | dict(topic.hints)
+    return {topic.event_time: "timestamp"} | dict(topic.hints)
 
 
 def pinned_paths(topic: TopicConfig) -> set[JsonPath]:
@@ -133,7 +132,8 @@ def plan_tables(
     and the cap ranks new paths by it. `misfits` counts, per conflicting
     path, the values that need its text companion. Paths `routes` sends
     elsewhere (schema modes) get neither a column nor a companion. `timed`
-    new paths get timestamp columns (column_hints).
+    new paths (every value an ISO 8601 time) get timestamp columns, ranked
+    under the cap like any path.
     """
     parent, children = table_leaves(source)
     tables = child_table_names(settings.table, [child.path for child in children], registry)
@@ -156,8 +156,9 @@ def plan_tables(
             carried,
             pinned_paths(settings.topic),
             misfits,
-            column_hints(settings.topic, timed),
+            column_hints(settings.topic),
             routes.kept_out,
+            timed,
         )
         for name, leaves in leaves_by_table.items()
     }
@@ -218,41 +219,59 @@ def time_candidates(
     inferred: StructType,
     routes: Routes,
 ) -> set[JsonPath]:
-    """New paths the batch holds as text, with no hint, that would get a column: each
-    becomes a timestamp column if every value the batch has there is an ISO 8601 time
-    (schema/exact.py, counted while the batch is parsed)."""
+    """New paths whose values the batch holds as text (JSON strings, not objects kept as
+    text), with no hint and not routed elsewhere: each becomes a timestamp column if
+    every value the batch has there is an ISO 8601 time (schema/exact.py, counted
+    while the batch is parsed) and the cap gives it a column."""
     hints = column_hints(settings.topic)
     known = {entry.json_keys for entry in registry}
     return {
-        leaf.path
-        for leaf in all_leaves(inferred)
-        if isinstance(leaf.data_type, StringType)
-        and leaf.path not in known
-        and leaf.path not in routes.kept_out
-        and hint_of(leaf.path, hints) is None
+        path
+        for path in text_leaves(inferred)
+        if path not in known and path not in routes.kept_out and hint_of(path, hints) is None
     }
 
 
+def text_leaves(schema: StructType) -> set[JsonPath]:
+    """Paths of leaves whose values are JSON strings (not arrays or objects shown as text)."""
+    parent, children = table_leaves(schema)
+    found = {leaf.path for leaf in parent if isinstance(type_at(schema, leaf.ordinals), StringType)}
+    for child in children:
+        found |= {
+            leaf.path
+            for leaf in element_leaves(child)
+            if isinstance(type_at(child.element, leaf.ordinals), StringType)
+        }
+    return found
+
+
 def event_time_as_iso(
-    source: StructType, topic: TopicConfig, as_text: dict[JsonPath, DataType]
+    source: StructType, topic: TopicConfig, as_text: dict[JsonPath, DataType], routes: Routes
 ) -> Callable[[Column], Column] | None:
-    """When the event time is parsed as text for a timestamp column: a rewrite of each
+    """When the event time is parsed as text for its timestamp column: a rewrite of each
     record that puts every event time schema/event_time.py reads (epochs, the topic's
-    format, ...) as ISO 8601 text at its place, for the column to take exactly; one it
-    cannot read stays as it was (for `__text`). None otherwise. The rewrite is of
-    the `_record` column (the expressions name it)."""
+    format, a date alone, ...) as ISO 8601 text at its place, for the column to take
+    exactly. Text the column takes as it is stays as sent, and so does text with
+    digits beyond microseconds (to `__text` whole: no timestamp holds it) or that no
+    reader reads. None when the path is not parsed as
+    text for a timestamp, or its mode keeps it out of columns (its text stays as
+    sent). The rewrite is of the `_record` column (the expressions name it)."""
     path = dotted(topic.event_time)
+    if path in routes.kept_out:
+        return None
     if not isinstance(as_text.get(path), TimestampType | TimestampNTZType):
         return None
     parent, _ = table_leaves(source)
     leaf = next((leaf for leaf in parent if leaf.path == path), None)
     if leaf is None:
         return None
-    field = ".".join(f"f{ordinal}" for ordinal in leaf.ordinals)
+    field = ".".join(f"f{ordinal}" for ordinal in leaf.ordinals)  # positional names
+    original = field_at(F.col(RECORD), leaf.ordinals)
     read = F.expr(event_timestamp_sql(f"{RECORD}.{field}", topic.event_time_format))
-    as_iso = F.coalesce(
-        F.date_format(read, ISO_TIMESTAMP_FORMAT), field_at(F.col(RECORD), leaf.ordinals)
-    )
+    iso = F.date_format(read, ISO_TIMESTAMP_FORMAT)
+    needs_reading = ~fits(original, TimestampType()) & ~original.rlike(BEYOND_MICROSECONDS)
+    rewritten = F.when(needs_reading & fits(iso, TimestampType()), iso)
+    as_iso = F.coalesce(rewritten, original)
     return lambda record: record.withField(field, as_iso)
 
 

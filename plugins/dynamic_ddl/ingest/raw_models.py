@@ -6,9 +6,10 @@ materialization). So the config is the one source of truth: `sync` writes
 `python_models/raw/raw_<topic>.py` for each configured topic (a configured
 topic's file is always what the config generates: an edit there is written
 over), and removes a generated file whose topic left the config. A
-`raw_*.py` that was not generated and whose topic is not configured is never
-removed, only reported. `python -m dynamic_ddl.ingest topics` runs it;
-`--check` only says what would change (lint runs that).
+`raw_*.py` that is not exactly a generated file (never generated, or edited
+since) and whose topic is not configured is never removed, only reported.
+`python -m dynamic_ddl.ingest topics` runs it; `--check` only says what
+would change (lint runs that).
 
 Each file carries its topic's entry as the model's `meta` (record key, event
 time, `schema_mode`, `hints`), which the docs site shows on the model's page;
@@ -18,7 +19,8 @@ the docs, and lint names it.
 
 from __future__ import annotations
 
-import json
+import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,19 +54,42 @@ def model(dbt, session):
 
 
 def topic_meta(entry: dict[str, Any]) -> dict[str, Any]:
-    """What a raw model's `meta` shows of its topic's entry (as configured, defaults filled).
+    """What a raw model's `meta` shows of its topic's entry (as configured, defaults filled
+    in for settings absent or left empty).
 
     Example:
-        >>> topic_meta({"record_key": "id", "event_time": "ts", "hints": {"n": "double"}})
-        {'record_key': 'id', 'event_time': 'ts', 'schema_mode': 'evolve', 'hints': {'n': 'double'}}
+        >>> topic_meta({"record_key": "id", "event_time": "ts", "hints": None})
+        {'record_key': 'id', 'event_time': 'ts', 'schema_mode': 'evolve', 'hints': {}}
     """
-    return {key: entry.get(key, default) for key, default in META_DEFAULTS.items()}
+    values = {key: entry.get(key) for key in META_DEFAULTS}
+    return {
+        key: default if values[key] is None else values[key]
+        for key, default in META_DEFAULTS.items()
+    }
 
 
 def model_source(entry: dict[str, Any]) -> str:
-    """The raw model file of a topic, from its entry in vars.raw_topics."""
-    meta = json.dumps(topic_meta(entry), ensure_ascii=False)
-    return TEMPLATE.format(mark=GENERATED_MARK, meta=meta)
+    """The raw model file of a topic, from its entry in vars.raw_topics (the meta is a
+    Python literal, as dbt reads `dbt.config`'s arguments)."""
+    return TEMPLATE.format(mark=GENERATED_MARK, meta=repr(topic_meta(entry)))
+
+
+def is_generated(text: str) -> bool:
+    """Whether a model file's text is exactly what `model_source` writes for some entry
+    (so removing it loses no edit).
+
+    Example:
+        >>> is_generated(model_source({"record_key": "id", "event_time": "ts"}))
+        True
+    """
+    found = re.search(r"meta=(\{.*\})\)\n", text)
+    if not found or GENERATED_MARK not in text:
+        return False
+    try:
+        meta = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(meta, dict) and text == model_source(meta)
 
 
 @dataclass(frozen=True)
@@ -120,7 +145,7 @@ def sync(project_dir: Path, check: bool = False) -> SyncReport:
     for path in sorted(folder.glob(f"{MODEL_PREFIX}*.py")):
         if path in wanted:
             continue
-        if GENERATED_MARK in path.read_text(encoding="utf-8"):
+        if is_generated(path.read_text(encoding="utf-8")):
             report.removed.append(path)
             if not check:
                 path.unlink()

@@ -82,13 +82,14 @@ def element_leaves(child: ChildArray) -> list[Leaf]:
 def leaf_value(record: Column, leaf: Leaf, source: DataType) -> Column:
     """The leaf's value from a positional struct; nested structures as JSON text."""
     value = field_at(record, leaf.ordinals)
-    source_type = _type_at(source, leaf.ordinals)
+    source_type = type_at(source, leaf.ordinals)
     if isinstance(leaf.data_type, StringType) and _holds_struct(source_type):
         return _as_text(value, source_type)
     return value
 
 
-def _type_at(schema: DataType, ordinals: tuple[int, ...]) -> DataType:
+def type_at(schema: DataType, ordinals: tuple[int, ...]) -> DataType:
+    """The type of the field at `ordinals` (a leaf's place) in `schema`."""
     data_type: DataType = schema
     for ordinal in ordinals:
         data_type = data_type.fields[ordinal].dataType  # type: ignore[union-attr]
@@ -104,7 +105,7 @@ def _as_text(value: Column, data_type: DataType) -> Column:
 
 def _leaf_text(record: Column, leaf: Leaf, source: StructType) -> Column:
     """A leaf's value as its JSON text (the batch's type, before any column's)."""
-    return _as_text(field_at(record, leaf.ordinals), _type_at(source, leaf.ordinals))
+    return _as_text(field_at(record, leaf.ordinals), type_at(source, leaf.ordinals))
 
 
 def overflow_map(pairs: list[tuple[str, Column]]) -> Column:
@@ -327,7 +328,7 @@ def _discarded(
 ) -> Column:
     """The DISCARDED_VALUE of a leaf's value when it is discarded, else NULL."""
     column_type = column_types[leaf.path]
-    text = _as_text(value, _type_at(source, leaf.ordinals))
+    text = _as_text(value, type_at(source, leaf.ordinals))
     if column_type is None:
         discarded, reason = value.isNotNull(), "new key"
     else:

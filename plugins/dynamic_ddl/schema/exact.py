@@ -61,6 +61,8 @@ ISO_TIMESTAMP = (
 )
 
 
+# A time with digits beyond microseconds: no timestamp holds it, so never re-read as one.
+BEYOND_MICROSECONDS = r"[0-9][.,][0-9]{7,}"
 # ISO 8601 as `date_format` writes it: microseconds and the offset, `Z` in UTC. Text
 # in this form is a timestamp that ISO_TIMESTAMP matches and `cast` reads back.
 ISO_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"

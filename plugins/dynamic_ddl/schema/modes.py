@@ -121,13 +121,15 @@ class Routes:
 NO_ROUTES = Routes()  # every path evolves (a topic's first batch, or no mode routes)
 
 
-def routes(modes: SchemaModes, registry: Collection[Any], paths: Collection[JsonPath]) -> Routes:
+def plan_routes(
+    modes: SchemaModes, registry: Collection[Any], paths: Collection[JsonPath]
+) -> Routes:
     """The routes of a batch's changing `paths` (new keys and conflicting values); none on
     a topic's first batch (`registry` empty), which sets the schema whatever the mode.
 
     Example:
         >>> modes = SchemaModes.from_config({"*": "rescue", "a": "discard_value"}, "t")
-        >>> r = routes(modes, ["an entry"], [("a", "x"), ("b",)])
+        >>> r = plan_routes(modes, ["an entry"], [("a", "x"), ("b",)])
         >>> sorted(r.rescued), sorted(r.discarded), sorted(r.discarding_rows)
         ([('b',)], [('a', 'x')], [])
     """

@@ -101,6 +101,7 @@ def plan_schema(
     misfits: Mapping[JsonPath, int] | None = None,
     hints: Mapping[str, str] | None = None,
     kept_out: Collection[JsonPath] = (),
+    timed: Collection[JsonPath] = (),
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
 
@@ -114,8 +115,10 @@ def plan_schema(
     path -> type) give a new column its type instead of the batch's, which
     is then a conflict like any other if the batch's type differs. New paths
     in `kept_out` (schema modes that route them elsewhere: modes.Routes) get
-    no column, whatever the room, and go with the overflow; conflicting paths
-    in it get no text companion.
+    no column, whatever the room (the caller sends their values to `_overflow`
+    or a quarantine); conflicting paths in it get no text companion. New
+    `timed` paths (text, every value an ISO 8601 time) take `timestamp`
+    columns, ranked like any path.
 
     Example:
         >>> from pyspark.sql.types import LongType
@@ -155,7 +158,8 @@ def plan_schema(
     hints = hints or {}
     added = []
     for leaf in admitted:
-        data_type = hint_of(leaf.path, hints) or leaf.data_type.simpleString()
+        timestamp = "timestamp" if leaf.path in timed else None
+        data_type = hint_of(leaf.path, hints) or timestamp or leaf.data_type.simpleString()
         entry = RegistryEntry(
             topic, table_name, leaf.path, names[leaf.path], data_type, batch_id, batch_id
         )
