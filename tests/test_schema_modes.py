@@ -182,14 +182,16 @@ ROUTED_BATCH_1 = [
     ' "dv": {"n": 1, "t": "2026-11-01T08:00:00Z", "list": [{"q": 1}]}}',
 ]
 ROUTED_BATCH_2 = [
-    # rescue: a value its column cannot hold, and a new key, go to _overflow
-    '{"id": 2, "ts": "2026-11-02", "r": {"n": "two", "new": true}}',
+    # rescue: a value its column cannot hold, a new key and a new array of objects
+    # (no child table: its JSON text) go to _overflow
+    '{"id": 2, "ts": "2026-11-02", "r": {"n": "two", "new": true, "items": [{"k": 1}]}}',
     # discard_row: the same go to quarantine, whole lines
     '{"id": 3, "ts": "2026-11-02", "dr": {"n": "three"}}',
     '{"id": 4, "ts": "2026-11-02", "dr": {"new": {"deep": 4}}}',
+    '{"id": 7, "ts": "2026-11-02", "dr": {"items": [{"k": 7}]}}',
     # discard_value: the row stays, the values go to raw_quarantined_values
     '{"id": 5, "ts": "2026-11-02", "dv": {"n": "five", "new": "x", "t": "soon",'
-    ' "list": [{"q": 2}, {"q": "z"}]}}',
+    ' "list": [{"q": 2}, {"q": "z"}], "items": [{"k": 5}]}}',
     # fitting values everywhere, and a new key where the topic evolves
     '{"id": 6, "ts": "2026-11-02", "r": {"n": 6}, "dr": {"n": 6}, "dv": {"n": 6}, "e": 1}',
 ]
@@ -197,7 +199,8 @@ ROUTED_BATCH_2 = [
 
 def test_each_mode_routes_what_would_change_the_schema_and_loses_nothing(spark, tmp_path):
     """Under one topic, a prefix per mode. Batch 1 sets the schema (whatever the mode).
-    Batch 2 brings to each prefix a new key and a value its column cannot hold (a hinted
+    Batch 2 brings to each prefix a new key, a new array of objects (no child table is
+    made: its JSON text is a new key) and a value its column cannot hold (a hinted
     timestamp receiving text; an array element): `rescue` keeps them in `_overflow`,
     `discard_row` quarantines the lines, `discard_value` keeps the rows without the values
     and quarantines the values; only the evolving part of the topic gains a column, no
@@ -209,16 +212,18 @@ def test_each_mode_routes_what_would_change_the_schema_and_loses_nothing(spark, 
     columns_before = set(spark.table(f"{schema}.raw_feed").columns)
     write_lines(tmp_path, "2.json", ROUTED_BATCH_2)
     (summary,) = ingest(spark, schema, tmp_path, **settings)
-    assert (summary.raw_rows, summary.quarantined_lines) == (3, 2)
+    assert (summary.raw_rows, summary.quarantined_lines) == (3, 3)
     assert (summary.columns_added, summary.values_as_text) == (1, 0)
 
     raw = spark.table(f"{schema}.raw_feed")
     assert set(raw.columns) - columns_before == {"e"}
+    tables = {row.tableName for row in spark.sql(f"show tables in {schema}").collect()}
+    assert not {t for t in tables if t.startswith("raw_feed__") and "items" in t}
     rows = raw.select("id", "r_n", "dr_n", "dv_n", "e", "_overflow").collect()
     got = {row.id: (row.r_n, row.dr_n, row.dv_n, row.e, row._overflow or {}) for row in rows}
     assert got == {
         1: (1, 1, 1, None, {}),
-        2: (None, None, None, None, {"r.n": "two", "r.new": "true"}),
+        2: (None, None, None, None, {"r.n": "two", "r.new": "true", "r.items": '[{"k":1}]'}),
         5: (None, None, None, None, {}),
         6: (6, 6, 6, 1, {}),
     }
@@ -229,16 +234,17 @@ def test_each_mode_routes_what_would_change_the_schema_and_loses_nothing(spark, 
 
     quarantined = spark.table(f"{schema}.raw_quarantine").select("raw_text", "reason")
     assert sorted(map(tuple, quarantined.collect())) == sorted(
-        (line, "discard_row") for line in ROUTED_BATCH_2[1:3]
+        (line, "discard_row") for line in ROUTED_BATCH_2[1:4]
     )
     values = spark.table(f"{schema}.raw_quarantined_values").select(
         "line_number", "json_path", "element_index", "value", "reason"
     )
     assert sorted(map(tuple, values.collect())) == [
-        (4, "dv.list[].q", 1, "z", "not held by its bigint column"),
-        (4, "dv.n", None, "five", "not held by its bigint column"),
-        (4, "dv.new", None, "x", "new key"),
-        (4, "dv.t", None, "soon", "not held by its timestamp column"),
+        (5, "dv.items", None, '[{"k":5}]', "new key"),
+        (5, "dv.list[].q", 1, "z", "not held by its bigint column"),
+        (5, "dv.n", None, "five", "not held by its bigint column"),
+        (5, "dv.new", None, "x", "new key"),
+        (5, "dv.t", None, "soon", "not held by its timestamp column"),
     ]
     assert_every_line_accounted_for(spark, schema)
 

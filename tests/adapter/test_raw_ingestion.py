@@ -297,7 +297,7 @@ class SchemaControlSuite:
         )
         assert [tuple(row) for row in rows] == [
             (1, 1, 1, None, None, None, 0),
-            (2, None, None, None, "two", "true", 2),
+            (2, None, None, None, "two", "true", 3),
             (5, None, None, None, None, None, 0),
             (6, 6, 6, 1, None, None, 0),
         ]
@@ -306,13 +306,14 @@ class SchemaControlSuite:
             " group by 1",
             fetch="all",
         )
-        assert [tuple(row) for row in quarantined] == [("discard_row", 2)]
+        assert [tuple(row) for row in quarantined] == [("discard_row", 3)]
         values = project.run_sql(
             f"select json_path, element_index, value from {schema}.raw_quarantined_values"
             " where topic = 'routed' order by 1",
             fetch="all",
         )
         assert [tuple(row) for row in values] == [
+            ("dv.items", None, '[{"k":5}]'),
             ("dv.list[].q", 1, "z"),
             ("dv.n", None, "five"),
             ("dv.new", None, "x"),

@@ -69,6 +69,7 @@ from dynamic_ddl.ingest.planning import (
     ignored_hints,
     parse_types,
     plan_tables,
+    routed_arrays_as_text,
     row_discards,
     text_paths,
     time_candidates,
@@ -209,6 +210,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
     remove_local_dir(scratch)
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
+    inferred = routed_arrays_as_text(topic, registry, inferred)
     for ignored in ignored_hints(settings, registry):
         PROGRESS.warning(
             f"{settings.table}: hint ignored, a column's type never changes: {ignored}"

@@ -33,8 +33,8 @@ from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.schema.exact import BEYOND_MICROSECONDS, ISO_TIMESTAMP_FORMAT, fits
-from dynamic_ddl.schema.flatten import Leaf, field_at
-from dynamic_ddl.schema.modes import NO_ROUTES, Routes
+from dynamic_ddl.schema.flatten import Leaf, field_at, with_leaf_types
+from dynamic_ddl.schema.modes import NO_ROUTES, ROUTING_MODES, Routes
 from dynamic_ddl.schema.naming import (
     ELEMENT_KEY,
     JsonPath,
@@ -82,6 +82,29 @@ def column_hints(topic: TopicConfig) -> dict[str, str]:
         {'a.ts': 'timestamp', 'n': 'double'}
     """
     return {topic.event_time: "timestamp"} | dict(topic.hints)
+
+
+def routed_arrays_as_text(
+    topic: TopicConfig, registry: list[RegistryEntry], inferred: StructType
+) -> StructType:
+    """The batch's schema with each new array of objects whose mode never changes the
+    schema (rescue, discard_row, discard_value) read as its JSON text: a leaf of the
+    row, routed like any new key, instead of a new child table. None on a topic's
+    first batch, which sets the schema."""
+    if not registry:
+        return inferred
+    _, children = table_leaves(inferred)
+    known = {
+        entry.json_keys[: entry.json_keys.index(ELEMENT_KEY)]
+        for entry in registry
+        if ELEMENT_KEY in entry.json_keys
+    }
+    routed = {
+        child.path: StringType()
+        for child in children
+        if child.path not in known and topic.schema_modes.mode_of(child.path) in ROUTING_MODES
+    }
+    return with_leaf_types(inferred, routed) if routed else inferred
 
 
 def pinned_paths(topic: TopicConfig) -> set[JsonPath]:

@@ -43,6 +43,7 @@ RESCUE = "rescue"
 DISCARD_ROW = "discard_row"
 DISCARD_VALUE = "discard_value"
 MODES = (EVOLVE, FREEZE, RESCUE, DISCARD_ROW, DISCARD_VALUE)
+ROUTING_MODES = (RESCUE, DISCARD_ROW, DISCARD_VALUE)  # the schema never changes under them
 EVERY_PATH = "*"
 SHOWN_PATHS = 20  # a message names this many paths, then counts the rest
 
