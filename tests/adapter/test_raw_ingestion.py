@@ -324,7 +324,7 @@ class SchemaControlSuite:
         raw = f"{project.test_schema}.raw_frozen"
         _write_batch(inbox / "frozen" / "dt=2026-11-01", FROZEN_BATCH_1)
         _write_batch(inbox / "hinted" / "dt=2026-11-01", HINTED_BATCH)
-        run_dbt(["run"])
+        run_dbt(["build", "--select", "raw_frozen", "raw_hinted"])
         hinted = project.run_sql(
             f"select id, cast(ts as string), ts__text from {project.test_schema}.raw_hinted"
             " order by id",
@@ -335,7 +335,7 @@ class SchemaControlSuite:
             (2, None, "at tea time"),
         ]
         _write_batch(inbox / "frozen" / "dt=2026-11-02", FROZEN_BATCH_2)
-        _, logs = run_dbt_and_capture(["run"], expect_pass=False)
+        _, logs = run_dbt_and_capture(["build", "--select", "raw_frozen"], expect_pass=False)
         assert "_data.new (new key)" in logs and "schema_mode freeze" in logs
         assert project.run_sql(f"select id from {raw}", fetch="all") == [(1,)]
         ledger = project.run_sql(
@@ -347,7 +347,7 @@ class SchemaControlSuite:
         thawed = {"record_key": ["id"], "event_time": "ts"}
         topics = {"frozen": thawed, "hinted": thawed, "routed": ROUTED_TOPIC}
         thawed = json.dumps({"raw_topics": topics})
-        run_dbt(["run", "--vars", thawed])
+        run_dbt(["build", "--select", "raw_frozen", "--vars", thawed])
         rows = project.run_sql(f"select id, data_new from {raw} order by id", fetch="all")
         assert [tuple(row) for row in rows] == [(1, None), (2, "x")]
 
