@@ -89,8 +89,8 @@ def routed_arrays_as_text(
 ) -> StructType:
     """The batch's schema with each new array of objects whose mode never changes the
     schema (rescue, discard_row, discard_value) read as its JSON text: a leaf of the
-    row, routed like any new key, instead of a new child table. None on a topic's
-    first batch, which sets the schema."""
+    row, routed like any new key, instead of a new child table. Unchanged on a
+    topic's first batch, which sets the schema."""
     if not registry:
         return inferred
     _, children = table_leaves(inferred)
@@ -276,9 +276,9 @@ def event_time_as_iso(
     format, a date alone, ...) as ISO 8601 text at its place, for the column to take
     exactly. Text the column takes as it is stays as sent, and so does text with
     digits beyond microseconds (to `__text` whole: no timestamp holds it) or that no
-    reader reads. None when the path is not parsed as
-    text for a timestamp, or its mode keeps it out of columns (its text stays as
-    sent). The rewrite is of the `_record` column (the expressions name it)."""
+    reader reads. None when the path is not parsed as text for a timestamp, or its
+    mode keeps it out of columns (its text stays as sent). The rewrite is of the
+    `_record` column (the expressions name it)."""
     path = dotted(topic.event_time)
     if path in routes.kept_out:
         return None
