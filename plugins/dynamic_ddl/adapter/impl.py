@@ -89,11 +89,14 @@ class DynamicSparkAdapter(SparkAdapter):
         return string_literal(str(value))
 
     @available
-    def event_timestamp_sql(self, expression: str, event_time_format: str | None = None) -> str:
-        """SQL reading an event time in any format the raw layer reads (schema/event_time.py)."""
+    def event_timestamp_sql(
+        self, expression: str, formats: str | list[str | None] | None = None
+    ) -> str:
+        """SQL reading an event time in any format the raw layer reads (schema/event_time.py),
+        the topic's declared `formats` first."""
         from dynamic_ddl.schema.event_time import event_timestamp_sql
 
-        return event_timestamp_sql(expression, event_time_format)
+        return event_timestamp_sql(expression, formats)
 
     @available
     def create_bookkeeping_tables(self, schema: str) -> None:

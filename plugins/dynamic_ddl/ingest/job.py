@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType, TimestampType
 
 from dynamic_ddl import steps
@@ -62,17 +63,20 @@ from dynamic_ddl.ingest.ledger import (
     scan_inbox,
 )
 from dynamic_ddl.ingest.local_rows import local_dataframe
-from dynamic_ddl.ingest.parse import exact_numbers, infer_schema, parse_schema
+from dynamic_ddl.ingest.parse import RECORD, exact_numbers, infer_schema, parse_schema
 from dynamic_ddl.ingest.planning import (
     all_leaves,
-    event_time_as_iso,
     ignored_hints,
+    misfit_checks,
     parse_types,
     plan_tables,
     routed_arrays_as_text,
     row_discards,
     text_paths,
     time_candidates,
+    time_misfit_checks,
+    times_as_iso,
+    timestamp_text_paths,
 )
 from dynamic_ddl.ingest.raw_rows import BatchContext
 from dynamic_ddl.ingest.settings import IngestSettings
@@ -227,12 +231,13 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # Where the modes send what would change the schema (none on a topic's first batch).
     routes = plan_routes(topic.schema_modes, registry, new_paths | set(as_text))
     discards = row_discards(source, routes, new_paths, as_text)
-    # New text paths become timestamp columns when every value is ISO 8601 (counted
-    # as misfits of a timestamp type while parsing, like conflicts).
-    timestamps = {
-        path: TimestampType() for path in time_candidates(settings, registry, inferred, routes)
-    }
-    rewrite = event_time_as_iso(source, topic, as_text, routes)
+    # New text paths become timestamp columns when every value is a time, ISO 8601 or
+    # in a declared format (counted as misfits while parsing, like conflicts).
+    timestamps = time_candidates(settings, registry, inferred, routes)
+    checks = misfit_checks(source, as_text) + time_misfit_checks(
+        source, timestamps, topic.time_formats
+    )
+    rewrite = times_as_iso(source, topic, timestamp_text_paths(as_text, routes))
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
         spark,
@@ -242,12 +247,17 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         source,
         staging,
         new_paths,
-        {**timestamps, **as_text},
+        checks,
         discards,
         rewrite,
     )
     timed = {path for path in timestamps if carried.get(path, 0) and not misfits[path]}
     as_text |= {path: TimestampType() for path in timed}  # parsed as text already
+    # Timed paths' values in a declared format are written as ISO text, which the
+    # column takes (counted above as times already, so none goes astray).
+    rewrite_timed = times_as_iso(source, topic, timed)
+    if rewrite_timed is not None:
+        parsed = parsed.withColumn(RECORD, rewrite_timed(F.col(RECORD)))
     PROGRESS.info(
         f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
         f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"

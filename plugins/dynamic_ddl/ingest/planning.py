@@ -31,7 +31,7 @@ from dynamic_ddl.ingest.raw_rows import (
 )
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.topics import TopicConfig
-from dynamic_ddl.schema.event_time import event_timestamp_sql
+from dynamic_ddl.schema.event_time import declared_timestamp, event_timestamp_sql
 from dynamic_ddl.schema.exact import BEYOND_MICROSECONDS, ISO_TIMESTAMP_FORMAT, fits
 from dynamic_ddl.schema.flatten import Leaf, field_at, with_leaf_types
 from dynamic_ddl.schema.modes import NO_ROUTES, ROUTING_MODES, Routes
@@ -268,34 +268,101 @@ def text_leaves(schema: StructType) -> set[JsonPath]:
     return found
 
 
-def event_time_as_iso(
-    source: StructType, topic: TopicConfig, as_text: dict[JsonPath, DataType], routes: Routes
+def timestamp_text_paths(as_text: dict[JsonPath, DataType], routes: Routes) -> set[JsonPath]:
+    """Paths parsed as text for a timestamp column (times_as_iso rewrites them), except
+    those a mode keeps out of columns (their text stays as sent)."""
+    return {
+        path
+        for path, column_type in as_text.items()
+        if isinstance(column_type, TimestampType | TimestampNTZType) and path not in routes.kept_out
+    }
+
+
+def times_as_iso(
+    source: StructType, topic: TopicConfig, paths: Collection[JsonPath]
 ) -> Callable[[Column], Column] | None:
-    """When the event time is parsed as text for its timestamp column: a rewrite of each
-    record that puts every event time schema/event_time.py reads (epochs, the topic's
-    format, a date alone, ...) as ISO 8601 text at its place, for the column to take
-    exactly. Text the column takes as it is stays as sent, and so does text with
-    digits beyond microseconds (to `__text` whole: no timestamp holds it) or that no
-    reader reads. None when the path is not parsed as text for a timestamp, or its
-    mode keeps it out of columns (its text stays as sent). The rewrite is of the
-    `_record` column (the expressions name it)."""
-    path = dotted(topic.event_time)
-    if path in routes.kept_out:
+    """A rewrite of each record (parsed with `source`) that puts every time at `paths`
+    (leaves parsed as text for a timestamp column) as ISO 8601 text at its place, for the
+    column to take exactly: the event time in any format schema/event_time.py reads
+    (epochs, the topic's formats, a date alone, ...), any other path in a format the
+    topic declares (`time_formats`). Text the column takes as it is stays as sent, and
+    so does text with digits beyond microseconds (to `__text` whole: no timestamp holds
+    it) or that no format reads. None when there is nothing to rewrite. The rewrite is
+    of the `_record` column (the expressions name it)."""
+    event_time = dotted(topic.event_time)
+    record = F.col(RECORD)
+    parent, children = table_leaves(source)
+    fields: list[tuple[str, Column]] = []
+    for leaf in parent:
+        if leaf.path == event_time and leaf.path in paths:
+            sql = event_timestamp_sql(
+                f"{RECORD}.{positional(leaf.ordinals)}", topic.event_time_formats
+            )
+            value = field_at(record, leaf.ordinals)
+            fields.append((positional(leaf.ordinals), as_iso(value, F.expr(sql))))
+        elif leaf.path in paths and topic.time_formats:
+            value = field_at(record, leaf.ordinals)
+            read = declared_timestamp(value, topic.time_formats)
+            fields.append((positional(leaf.ordinals), as_iso(value, read)))
+    for child in children:
+        inner = [leaf for leaf in element_leaves(child) if leaf.path in paths]
+        if inner and topic.time_formats:
+            rewrite = _element_times_as_iso(inner, topic.time_formats)
+            array = F.transform(field_at(record, child.ordinals), rewrite)
+            fields.append((positional(child.ordinals), array))
+    if not fields:
         return None
-    if not isinstance(as_text.get(path), TimestampType | TimestampNTZType):
-        return None
-    parent, _ = table_leaves(source)
-    leaf = next((leaf for leaf in parent if leaf.path == path), None)
-    if leaf is None:
-        return None
-    field = ".".join(f"f{ordinal}" for ordinal in leaf.ordinals)  # positional names
-    original = field_at(F.col(RECORD), leaf.ordinals)
-    read = F.expr(event_timestamp_sql(f"{RECORD}.{field}", topic.event_time_format))
+
+    def rewrite_record(parsed: Column) -> Column:
+        for name, value in fields:
+            parsed = parsed.withField(name, value)
+        return parsed
+
+    return rewrite_record
+
+
+def _element_times_as_iso(
+    leaves: list[Leaf], formats: tuple[str, ...]
+) -> Callable[[Column], Column]:
+    """times_as_iso inside an array's elements (a one-argument lambda, as `F.transform` wants)."""
+
+    def rewrite(element: Column) -> Column:
+        for leaf in leaves:
+            value = field_at(element, leaf.ordinals)
+            read = declared_timestamp(value, formats)
+            element = element.withField(positional(leaf.ordinals), as_iso(value, read))
+        return element
+
+    return rewrite
+
+
+def as_iso(text: Column, read: Column) -> Column:
+    """`text` (a time as sent) as ISO 8601 text, from `read` (its timestamp), when the
+    text needs reading (a timestamp does not take it as it is, and it has no digits
+    beyond microseconds) and the ISO text fits; else `text` itself."""
     iso = F.date_format(read, ISO_TIMESTAMP_FORMAT)
-    needs_reading = ~fits(original, TimestampType()) & ~original.rlike(BEYOND_MICROSECONDS)
-    rewritten = F.when(needs_reading & fits(iso, TimestampType()), iso)
-    as_iso = F.coalesce(rewritten, original)
-    return lambda record: record.withField(field, as_iso)
+    needs_reading = ~fits(text, TimestampType()) & ~text.rlike(BEYOND_MICROSECONDS)
+    return F.coalesce(F.when(needs_reading & fits(iso, TimestampType()), iso), text)
+
+
+def positional(ordinals: tuple[int, ...]) -> str:
+    """The dotted name of a field in a record parsed with positional names (`f0.f3`)."""
+    return ".".join(f"f{ordinal}" for ordinal in ordinals)
+
+
+def time_misfit_checks(
+    source: StructType, candidates: Collection[JsonPath], formats: tuple[str, ...]
+) -> list[tuple[JsonPath, Column]]:
+    """Per new text path (time_candidates), whether a line's record holds a value there
+    that is not a time: neither ISO 8601 nor, read by a declared format, ISO text
+    (as_iso, the rewrite a timed path's values then get)."""
+    timestamp = TimestampType()
+
+    def misfit(value: Column, _: DataType) -> Column:
+        read = as_iso(value, declared_timestamp(value, formats)) if formats else value
+        return value.isNotNull() & ~fits(read, timestamp)
+
+    return _checks(source, {path: misfit for path in candidates})
 
 
 def all_leaves(schema: StructType) -> list[Leaf]:

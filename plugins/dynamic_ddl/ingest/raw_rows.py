@@ -9,7 +9,7 @@ the parent's record key and the element's index.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -163,9 +163,10 @@ def with_event_time(
     return rows.withColumn(EVENT_TIME_VALUE, value)
 
 
-def event_date(event_time_format: str | None) -> Column:
-    """The date of EVENT_TIME_VALUE in any format schema/event_time.py reads; else NULL."""
-    return F.to_date(F.expr(event_timestamp_sql(EVENT_TIME_VALUE, event_time_format)))
+def event_date(event_time_formats: Sequence[str]) -> Column:
+    """The date of EVENT_TIME_VALUE in any format schema/event_time.py reads (the topic's
+    declared `event_time_formats` first); else NULL."""
+    return F.to_date(F.expr(event_timestamp_sql(EVENT_TIME_VALUE, event_time_formats)))
 
 
 def lineage_columns(context: BatchContext) -> list[Column]:
@@ -189,7 +190,7 @@ def raw_rows(
     source: StructType,
     plan: SchemaPlan,
     event_time: JsonPath,
-    event_time_format: str | None = None,
+    event_time_formats: Sequence[str] = (),
     keep_raw_json: bool = False,
     routes: Routes = NO_ROUTES,
 ) -> DataFrame:
@@ -204,7 +205,7 @@ def raw_rows(
         *text,
         overflow.alias(OVERFLOW_COLUMN),
         *columns,
-        event_date(event_time_format).alias(EVENT_DATE_COLUMN),
+        event_date(event_time_formats).alias(EVENT_DATE_COLUMN),
         F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
     )
 
@@ -217,7 +218,7 @@ def child_rows(
     plan: SchemaPlan,
     parent_keys: dict[str, Leaf],
     event_time: JsonPath,
-    event_time_format: str | None = None,
+    event_time_formats: Sequence[str] = (),
     routes: Routes = NO_ROUTES,
 ) -> DataFrame:
     """One row per element of the child array: lineage, the parent's key, `_index`, leaves."""
@@ -231,7 +232,7 @@ def child_rows(
         *lineage_columns(context),
         *keys,
         F.posexplode(field_at(record, child.ordinals)).alias(INDEX_COLUMN, ELEMENT),
-        event_date(event_time_format).alias(EVENT_DATE_COLUMN),
+        event_date(event_time_formats).alias(EVENT_DATE_COLUMN),
     )
     element = F.col(ELEMENT)
     columns, overflow = data_columns(element, element_leaves(child), plan, child.element, routes)

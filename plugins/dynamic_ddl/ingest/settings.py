@@ -9,7 +9,13 @@ from typing import Any
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.ledger import BatchLimits
 from dynamic_ddl.ingest.parse import LineLimits
-from dynamic_ddl.ingest.topics import TopicConfig, schema_modes, topic_flag, type_hints
+from dynamic_ddl.ingest.topics import (
+    TopicConfig,
+    schema_modes,
+    time_formats,
+    topic_flag,
+    type_hints,
+)
 from dynamic_ddl.locks import LockSettings
 from dynamic_ddl.schema.naming import JsonPath
 from dynamic_ddl.spark_conf import project_root
@@ -42,6 +48,7 @@ class IngestSettings:
             keep_raw_json=topic_flag(config, "keep_raw_json", where),
             schema_modes=schema_modes(config.get("schema_mode"), where),
             hints=type_hints(config.get("hints"), where),
+            time_formats=time_formats(config.get("time_formats"), where),
         )
         limits = LineLimits(
             max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),

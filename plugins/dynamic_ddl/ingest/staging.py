@@ -9,7 +9,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import StructType
 
 from dynamic_ddl.ingest.ledger import InboxFile
 from dynamic_ddl.ingest.parse import (
@@ -18,7 +18,7 @@ from dynamic_ddl.ingest.parse import (
     parse_lines,
     read_text_lines,
 )
-from dynamic_ddl.ingest.planning import misfit_checks, value_checks
+from dynamic_ddl.ingest.planning import value_checks
 from dynamic_ddl.ingest.settings import IngestSettings
 from dynamic_ddl.ingest.tables import database_location
 from dynamic_ddl.schema.naming import JsonPath
@@ -38,7 +38,7 @@ def stage_batch(
     source: StructType,
     location: str,
     candidates: set[JsonPath],
-    conflicts: dict[JsonPath, DataType],
+    misfits: Sequence[tuple[JsonPath, Column]],
     discards: Sequence[tuple[str, Column]] = (),
     rewrite: Callable[[Column], Column] | None = None,
 ) -> tuple[DataFrame, LineCounts, dict[JsonPath, int], dict[JsonPath, int]]:
@@ -46,9 +46,10 @@ def stage_batch(
 
     Returns the staged lines (`read_text_lines`' columns, `_record`,
     `_reject_reason`), their counts, for each of the `candidates` (new
-    paths) the number of accepted records holding a value there, and for
-    each of the `conflicts` (paths parsed as text: their column's type) the
-    number holding a value that type does not hold. `discards`
+    paths) the number of accepted records holding a value there, and per
+    path of `misfits` (planning.misfit_checks: paths parsed as text, and new
+    text paths that may be times) the number holding a value that does not
+    fit. `discards`
     (planning.row_discards) reject the records they hold for, counted per
     what they object to in the counts; `rewrite` changes each record first
     (parse_lines). Reading Parquet back is
@@ -60,7 +61,6 @@ def stage_batch(
     discard = reduce(operator.or_, [check for _, check in discards]) if discards else None
     parsed = parse_lines(lines, source, settings.limits, counts, discard, rewrite)
     checks = value_checks(source, candidates)
-    misfits = misfit_checks(source, conflicts)
     accepted = F.col(REJECT_REASON).isNull()
     discarded = F.col(REJECT_REASON) == DISCARD_ROW_REASON
     parsed = parsed.observe(

@@ -13,6 +13,11 @@
                                          # discard_value; per path prefix too
                                          # (schema/modes.py)
           hints: {_data.n: double}       # optional: a path's column type, fixed
+          time_formats: [dd/MM/yyyy HH:mm]  # optional: text in these (or ISO 8601)
+                                         # at any path is a time (typed times)
+
+A raw model's `meta` may override `schema_mode`, `hints` and `time_formats`
+for that model (raw_models.py, OVERRIDABLE).
 
 Adding a topic is a config entry here plus a folder `<inbox_dir>/<topic>/`;
 its raw model is generated from this entry (raw_models.py, `make topics`).
@@ -63,6 +68,15 @@ class TopicConfig:
     # column takes that type when it is made; values it cannot hold go to `__text` (or
     # where the path's mode sends them). The event time is a timestamp unless hinted.
     hints: tuple[tuple[str, str], ...] = ()
+    # Spark datetime patterns: text in one of them (or in ISO 8601) at any path is a
+    # time, so a new path whose every value is one gets a timestamp column.
+    time_formats: tuple[str, ...] = ()
+
+    @property
+    def event_time_formats(self) -> tuple[str, ...]:
+        """The formats declared for the event time: its own first, then the topic's."""
+        first = (self.event_time_format,) if self.event_time_format else ()
+        return first + self.time_formats
 
 
 def load_project_vars(project_dir: Path) -> dict[str, Any]:
@@ -130,8 +144,27 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
             keep_raw_json=topic_flag(entry, "keep_raw_json", where),
             schema_modes=schema_modes(entry.get("schema_mode"), where),
             hints=type_hints(entry.get("hints"), where),
+            time_formats=time_formats(entry.get("time_formats"), where),
         )
     return topics
+
+
+def time_formats(value: Any, where: str) -> tuple[str, ...]:
+    """A topic's `time_formats`: a list of Spark datetime patterns (one alone is a list).
+
+    Example:
+        >>> time_formats("dd/MM/yyyy HH:mm", "t"), time_formats(None, "t")
+        (('dd/MM/yyyy HH:mm',), ())
+    """
+    if value is None:
+        return ()
+    patterns = [value] if isinstance(value, str) else value
+    if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+        raise ConfigError(
+            f"{where}: time_formats must be a list of Spark datetime patterns, "
+            "e.g. ['dd/MM/yyyy HH:mm:ss', 'yyyyMMddHHmmss']."
+        )
+    return tuple(patterns)
 
 
 def type_hints(value: Any, where: str) -> tuple[tuple[str, str], ...]:

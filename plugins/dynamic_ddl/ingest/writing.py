@@ -78,7 +78,7 @@ def write_batch(
             source,
             plan,
             event_time,
-            topic.event_time_format,
+            topic.event_time_formats,
             topic.keep_raw_json,
             routes,
         ),
@@ -95,7 +95,7 @@ def write_batch(
             plans[bare_name(table)],
             _parent_keys(topic, parent),
             event_time,
-            topic.event_time_format,
+            topic.event_time_formats,
             routes,
         )
         steps.reached("raw.write_child_rows")

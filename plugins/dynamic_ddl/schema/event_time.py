@@ -5,7 +5,8 @@ One SQL expression (`event_timestamp_sql`) reads them all; the raw layer's
 the `event_timestamp` macro and the adapter) all use it, so an event time
 means the same everywhere. The order of tries:
 
-1. the topic's `event_time_format` (a Spark datetime pattern), when set;
+1. the topic's declared formats (Spark datetime patterns: `event_time_format`,
+   then `time_formats`, which every other path's typed times read too);
 2. a number, or text that is one: epoch seconds, or milliseconds when its
    magnitude is 1e11 or more (1e11 s is the year 5138; 1e11 ms, 1973);
 3. ISO 8601 (`2026-11-01T10:00:00Z`, `2026-11-01 10:00:00`, `2026-11-01`);
@@ -17,6 +18,11 @@ A value none of them reads gives NULL; the raw row keeps its text, and the
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 
 from dynamic_ddl.sql_text import string_literal
 
@@ -33,8 +39,23 @@ _DAY_OF_WEEK = "^[A-Za-z]{3},?\\s+"
 _NUMBER = "^-?[0-9]+([.][0-9]+)?([eE][+-]?[0-9]+)?$"
 
 
-def event_timestamp_sql(expression: str, event_time_format: str | None = None) -> str:
+def declared_formats(formats: str | Sequence[str | None] | None) -> tuple[str, ...]:
+    """A topic's declared formats as a tuple, without the unset ones.
+
+    Example:
+        >>> declared_formats(("dd.MM.yyyy", None)), declared_formats("HH:mm")
+        (('dd.MM.yyyy',), ('HH:mm',))
+    """
+    if formats is None:
+        return ()
+    if isinstance(formats, str):
+        return (formats,)
+    return tuple(f for f in formats if f)
+
+
+def event_timestamp_sql(expression: str, formats: str | Sequence[str | None] | None = None) -> str:
     """SQL for the timestamp of an event time `expression` (any type), NULL when unreadable.
+    `formats` are the topic's declared formats (one, or several tried in order).
 
     Example:
         >>> "timestamp_seconds" in event_timestamp_sql("t.ts")
@@ -42,9 +63,10 @@ def event_timestamp_sql(expression: str, event_time_format: str | None = None) -
     """
     text = f"cast({expression} as string)"
     number = f"try_cast({text} as double)"
-    tries = []
-    if event_time_format:
-        tries.append(f"try_to_timestamp({text}, {string_literal(event_time_format)})")
+    tries = [
+        f"try_to_timestamp({text}, {string_literal(pattern)})"
+        for pattern in declared_formats(formats)
+    ]
     tries.append(
         # Below 1e14 (ms in the year 5138): timestamp_seconds cannot overflow.
         f"case when {text} rlike {string_literal(_NUMBER)} and abs({number}) < 1e14 "
@@ -55,3 +77,11 @@ def event_timestamp_sql(expression: str, event_time_format: str | None = None) -
     undayed = f"regexp_replace({text}, {string_literal(_DAY_OF_WEEK)}, '')"
     tries += [f"try_to_timestamp({undayed}, {string_literal(f)})" for f in COMMON_FORMATS]
     return "coalesce(" + ", ".join(tries) + ")"
+
+
+def declared_timestamp(text: Column, formats: Sequence[str]) -> Column:
+    """The timestamp of `text` in the first of a topic's declared formats that reads it
+    whole, else NULL (for typed times at any path: ISO 8601 is read without them)."""
+    if not formats:
+        return F.lit(None).cast("timestamp")
+    return F.coalesce(*[F.try_to_timestamp(text, F.lit(pattern)) for pattern in formats])

@@ -64,6 +64,7 @@
         'keep_raw_json': entry.get('keep_raw_json', false),
         'schema_mode': entry.get('schema_mode'),
         'hints': entry.get('hints'),
+        'time_formats': entry.get('time_formats'),
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,
