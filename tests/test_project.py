@@ -591,9 +591,10 @@ def test_docs_site_in_headless_chromium(embedded_second_batch):
             [
                 "python",
                 "Discovered at run time: JSON path `_data.device.battery.cycle_count`",
-                # The topic's entry, in Details (from the model's meta: keys in capitals).
-                "SCHEMA_MODE\nevolve",
-                'HINTS\n{"_data.device.battery.temperature_c":"double"}',
+                # The topic's entry, in Details (the model's meta.raw_topic, as JSON).
+                "RAW_TOPIC\n{",
+                '"schema_mode":"evolve"',
+                '"hints":{"_data.device.battery.temperature_c":"double"}',
             ],
         ),
         (

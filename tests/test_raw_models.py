@@ -20,6 +20,7 @@ NEW_TOPIC = {
     "event_time": "flight.started_at",
     "schema_mode": {"*": "evolve", "flight.telemetry": "rescue"},
     "hints": {"flight.started_at": "timestamp"},
+    "time_formats": ["dd/MM/yyyy HH:mm"],
 }
 
 
@@ -59,7 +60,9 @@ def dbt(project: Path, *args: str) -> subprocess.CompletedProcess:
 def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
     """A new entry in vars.raw_topics, then `topics`: dbt selects `raw_<topic>`, with the
     raw_ingest materialization, the topic's entry (schema mode and hints included) as
-    its `meta` for the docs site, and the ledger and registry upstream in its lineage."""
+    its `meta.raw_topic` for the docs site, and the ledger and registry upstream in its
+    lineage. Schema control set in the model's own meta (a properties file) stays
+    beside it, not shadowed by the file's meta (the materialization applies it)."""
     set_topics(project, lambda topics: topics.update(drone_flights=NEW_TOPIC))
     assert main(["topics", "--check", "--project-dir", str(project)]) == 1
     assert "would write" in capsys.readouterr().out
@@ -68,6 +71,9 @@ def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
     assert main(["topics", "--project-dir", str(project)]) == 0
     assert model_file(project, "drone_flights").read_text() == model_source(NEW_TOPIC)
     assert main(["topics", "--check", "--project-dir", str(project)]) == 0
+    override = {"config": {"meta": {"schema_mode": "rescue", "hints": {"flight.n": "double"}}}}
+    properties = {"version": 2, "models": [{"name": "raw_drone_flights", **override}]}
+    (project / "python_models" / "raw" / "_drone.yml").write_text(yaml.safe_dump(properties))
 
     listed = dbt(
         project,
@@ -83,7 +89,7 @@ def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
     nodes = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
     assert [node["name"] for node in nodes] == ["raw_drone_flights"]
     assert nodes[0]["config"]["materialized"] == "raw_ingest"
-    assert nodes[0]["config"]["meta"] == NEW_TOPIC
+    assert nodes[0]["config"]["meta"] == {"raw_topic": NEW_TOPIC, **override["config"]["meta"]}
     assert set(nodes[0]["depends_on"]["nodes"]) == {
         "source.dynamic_ddl.ingestion.raw_file_ledger",
         "source.dynamic_ddl.ingestion.raw_schema_registry",

@@ -244,6 +244,13 @@ ROUTED_TOPIC = {
 }
 FROZEN_TOPIC = {"record_key": ["id"], "event_time": "ts", "schema_mode": {"_data": "freeze"}}
 HINTED_TOPIC = {"record_key": ["id"], "event_time": "ts", "hints": {"ts": "timestamp"}}
+# Frozen by its topic's entry, which knows no time_formats; its model's meta overrides both.
+OVERRIDDEN_TOPIC = {"record_key": ["id"], "event_time": "ts", "schema_mode": "freeze"}
+MODEL_META = {"schema_mode": {"*": "evolve", "x": "rescue"}, "time_formats": ["dd/MM/yyyy HH:mm"]}
+OVERRIDDEN_BATCHES = [
+    [json.dumps({"id": 1, "ts": "01/11/2026 10:00", "seen": "01/11/2026 10:30", "x": {"a": 1}})],
+    [json.dumps({"id": 2, "ts": "02/11/2026 10:00", "seen": "bad", "x": {"a": 2, "b": "new"}})],
+]
 HINTED_BATCH = [
     json.dumps({"id": 1, "ts": "2026-11-01T10:00:00Z"}),
     json.dumps({"id": 2, "ts": "at tea time"}),
@@ -255,7 +262,8 @@ class SchemaControlSuite:
     discard_row, discard_value; hinted too), a topic frozen under `_data` (the first
     batch sets the schema; a batch with a new key there fails the raw model naming the
     path, writes nothing, and stays pending until the path is thawed), and a topic
-    whose event time is hinted as a timestamp (what it cannot hold kept as text)."""
+    whose event time is hinted as a timestamp (what it cannot hold kept as text); a
+    model whose meta overrides its topic's mode and declares time formats."""
 
     @pytest.fixture(scope="class")
     def inbox(self, tmp_path_factory):
@@ -263,7 +271,12 @@ class SchemaControlSuite:
 
     @pytest.fixture(scope="class")
     def project_config_update(self, inbox):
-        topics = {"frozen": FROZEN_TOPIC, "hinted": HINTED_TOPIC, "routed": ROUTED_TOPIC}
+        topics = {
+            "frozen": FROZEN_TOPIC,
+            "hinted": HINTED_TOPIC,
+            "routed": ROUTED_TOPIC,
+            "overridden": OVERRIDDEN_TOPIC,
+        }
         return {
             "vars": {"inbox_dir": str(inbox), "raw_topics": topics},
             "on-run-start": ["{{ create_ingestion_tables() }}"],
@@ -273,11 +286,14 @@ class SchemaControlSuite:
     def models(self):
         from dynamic_ddl.ingest.raw_models import model_source
 
+        properties = _project_sources()
+        properties["models"].append({"name": "raw_overridden", "config": {"meta": MODEL_META}})
         return {
             "raw_frozen.py": model_source(FROZEN_TOPIC),
             "raw_hinted.py": model_source(HINTED_TOPIC),
             "raw_routed.py": model_source(ROUTED_TOPIC),
-            "_raw.yml": yaml.safe_dump(_project_sources()),
+            "raw_overridden.py": model_source(OVERRIDDEN_TOPIC),
+            "_raw.yml": yaml.safe_dump(properties),
         }
 
     def test_each_routing_mode_through_dbt_build(self, project, inbox):
@@ -320,6 +336,26 @@ class SchemaControlSuite:
             ("dv.t", None, "soon"),
         ]
 
+    def test_a_models_meta_overrides_its_topics_schema_control(self, project, inbox):
+        """The model's meta rescues what its topic's freeze would refuse, and its
+        time_formats type the event time and a new path as timestamps (a later value
+        that is no time keeps its text in `__text`, as `*` evolves)."""
+        raw = f"{project.test_schema}.raw_overridden"
+        for day, lines in zip(("2026-11-01", "2026-11-02"), OVERRIDDEN_BATCHES, strict=True):
+            _write_batch(inbox / "overridden" / f"dt={day}", lines)
+            run_dbt(["build", "--select", "raw_overridden"])
+        types = {row[0]: row[1] for row in project.run_sql(f"describe {raw}", fetch="all")}
+        assert (types["ts"], types["seen"], types["x_a"]) == ("timestamp", "timestamp", "bigint")
+        rows = project.run_sql(
+            f"select id, string(ts), string(seen), seen__text, x_a, _overflow['x.b'] from {raw}"
+            " order by id",
+            fetch="all",
+        )
+        assert [tuple(row) for row in rows] == [
+            (1, "2026-11-01 10:00:00", "2026-11-01 10:30:00", None, 1, None),
+            (2, "2026-11-02 10:00:00", None, "bad", 2, "new"),
+        ]
+
     def test_a_new_key_under_a_frozen_prefix_fails_the_batch_until_thawed(self, project, inbox):
         raw = f"{project.test_schema}.raw_frozen"
         _write_batch(inbox / "frozen" / "dt=2026-11-01", FROZEN_BATCH_1)
@@ -345,7 +381,7 @@ class SchemaControlSuite:
         )
         assert sorted(map(tuple, ledger)) == [("committed", 1), ("pending", 1)]
         thawed = {"record_key": ["id"], "event_time": "ts"}
-        topics = {"frozen": thawed, "hinted": thawed, "routed": ROUTED_TOPIC}
+        topics = {"frozen": thawed, "hinted": thawed, "routed": ROUTED_TOPIC, "overridden": thawed}
         thawed = json.dumps({"raw_topics": topics})
         run_dbt(["build", "--select", "raw_frozen", "--vars", thawed])
         rows = project.run_sql(f"select id, data_new from {raw} order by id", fetch="all")

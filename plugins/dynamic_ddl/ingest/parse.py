@@ -329,7 +329,7 @@ def parse_lines(
     Over-long lines are not parsed at all. `counts`, when given, receives the
     `accepted` and `rejected` line counts once the result is first computed.
     `lines` is `read_text_lines`' result. `rewrite` changes each parsed record
-    before it is judged (planning.event_time_as_iso). `discard`, on `_record`,
+    before it is judged (planning.times_as_iso). `discard`, on `_record`,
     rejects the otherwise accepted lines it holds for (`discard_row`).
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT_RECORD, StringType())])

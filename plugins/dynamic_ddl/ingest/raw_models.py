@@ -11,10 +11,13 @@ since) and whose topic is not configured is never removed, only reported.
 `python -m dynamic_ddl.ingest topics` runs it; `--check` only says what
 would change (lint runs that).
 
-Each file carries its topic's entry as the model's `meta` (record key, event
-time, `schema_mode`, `hints`), which the docs site shows on the model's page;
-the run itself reads the entry from `vars`, so a stale file misleads only
-the docs, and lint names it.
+Each file carries its topic's entry as the model's `meta.raw_topic` (record
+key, event time, `schema_mode`, `hints`, `time_formats`), which the docs site
+shows on the model's page; the run itself reads the entry from `vars`, so a
+stale file misleads only the docs, and lint names it. A model overrides its
+topic's OVERRIDABLE settings by the same keys in its own `meta` (in a
+properties file or dbt_project.yml's `models:`): they are kept out of the
+file's `meta`, which would win over both.
 """
 
 from __future__ import annotations
@@ -31,7 +34,18 @@ RAW_MODELS_DIR = Path("python_models") / "raw"
 MODEL_PREFIX = "raw_"
 GENERATED_MARK = "Generated from vars.raw_topics by `python -m dynamic_ddl.ingest topics`"
 # What a model's `meta` shows of its topic's entry, with the defaults an entry may omit.
-META_DEFAULTS = {"record_key": None, "event_time": None, "schema_mode": "evolve", "hints": {}}
+META_DEFAULTS = {
+    "record_key": None,
+    "event_time": None,
+    "schema_mode": "evolve",
+    "hints": {},
+    "time_formats": [],
+}
+# The meta key of the topic's entry in a generated model.
+TOPIC_META_KEY = "raw_topic"
+# Schema control a model's own `meta` may set, over its topic's entry (the
+# raw_ingest materialization applies them).
+OVERRIDABLE = ("schema_mode", "hints", "time_formats")
 
 TEMPLATE = '''"""The raw model of the topic in its name (raw_<topic>): see dynamic_ddl.ingest.job.
 
@@ -44,7 +58,8 @@ from dynamic_ddl.ingest.job import ingest_topic
 
 def model(dbt, session):
     # In the model itself: dbt sets Python models to "table" over dbt_project.yml.
-    # `meta` is the topic's entry, for the docs site (the run reads vars.raw_topics).
+    # meta.raw_topic is the topic's entry, for the docs site (the run reads
+    # vars.raw_topics; schema_mode, hints, time_formats in the model's meta win).
     dbt.config(materialized="raw_ingest", meta={meta})
     # Ingestion reads these two tables (fresh, by name); declared so lineage shows it.
     dbt.source("ingestion", "raw_file_ledger")
@@ -58,8 +73,8 @@ def topic_meta(entry: dict[str, Any]) -> dict[str, Any]:
     in for settings absent or left empty).
 
     Example:
-        >>> topic_meta({"record_key": "id", "event_time": "ts", "hints": None})
-        {'record_key': 'id', 'event_time': 'ts', 'schema_mode': 'evolve', 'hints': {}}
+        >>> topic_meta({"record_key": "id", "event_time": "ts", "hints": None})["hints"]
+        {}
     """
     values = {key: entry.get(key) for key in META_DEFAULTS}
     return {
@@ -71,7 +86,7 @@ def topic_meta(entry: dict[str, Any]) -> dict[str, Any]:
 def model_source(entry: dict[str, Any]) -> str:
     """The raw model file of a topic, from its entry in vars.raw_topics (the meta is a
     Python literal, as dbt reads `dbt.config`'s arguments)."""
-    return TEMPLATE.format(mark=GENERATED_MARK, meta=repr(topic_meta(entry)))
+    return TEMPLATE.format(mark=GENERATED_MARK, meta=repr({TOPIC_META_KEY: topic_meta(entry)}))
 
 
 def is_generated(text: str) -> bool:
@@ -89,7 +104,8 @@ def is_generated(text: str) -> bool:
         meta = ast.literal_eval(found.group(1))
     except (ValueError, SyntaxError):
         return False
-    return isinstance(meta, dict) and text == model_source(meta)
+    entry = meta.get(TOPIC_META_KEY) if isinstance(meta, dict) else None
+    return isinstance(entry, dict) and text == model_source(entry)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,9 @@ class IngestSettings:
         """Settings from the dict the `raw_ingest` materialization passes to the model."""
         inbox = Path(config["inbox_dir"])
         where = f"vars.raw_topics.{config['topic']} in dbt_project.yml"
+        if config.get("overridden"):
+            keys = ", ".join(config["overridden"])
+            where += f" (or {keys} in the meta of model {config['table']}, which wins)"
         topic = TopicConfig(
             name=config["topic"],
             record_key=tuple(config["record_key"]),

@@ -33,8 +33,10 @@
 
 
 {#
-    The settings a raw model runs with: the topic's entry in vars.raw_topics,
-    the inbox, the limits in vars.raw_limits, and where to write.
+    The settings a raw model runs with: the topic's entry in vars.raw_topics
+    (its schema_mode, hints and time_formats overridden by the same keys in
+    the model's meta), the inbox, the limits in vars.raw_limits, and where
+    to write.
 #}
 {% macro dynamic_spark_raw_ingest_settings(model, schema) %}
     {%- set name = model['alias'] -%}
@@ -53,6 +55,19 @@
         ) }}
     {%- endif -%}
     {%- set entry = topics[topic] -%}
+    {#- Schema control the model's own meta sets wins over the topic's entry
+        (dynamic_ddl/ingest/raw_models.py, OVERRIDABLE). -#}
+    {%- set meta = config.get('meta') or {} -%}
+    {%- set overridden = [] -%}
+    {%- set control = {} -%}
+    {%- for key in ['schema_mode', 'hints', 'time_formats'] -%}
+        {%- if meta.get(key) is not none -%}
+            {%- do overridden.append(key) -%}
+            {%- do control.update({key: meta[key]}) -%}
+        {%- else -%}
+            {%- do control.update({key: entry.get(key)}) -%}
+        {%- endif -%}
+    {%- endfor -%}
     {%- set record_key = entry['record_key'] -%}
     {%- if record_key is string -%}{%- set record_key = [record_key] -%}{%- endif -%}
     {%- set settings = {
@@ -62,9 +77,10 @@
         'pinned_paths': entry.get('pinned_paths', []),
         'event_time_format': entry.get('event_time_format'),
         'keep_raw_json': entry.get('keep_raw_json', false),
-        'schema_mode': entry.get('schema_mode'),
-        'hints': entry.get('hints'),
-        'time_formats': entry.get('time_formats'),
+        'schema_mode': control['schema_mode'],
+        'hints': control['hints'],
+        'time_formats': control['time_formats'],
+        'overridden': overridden,
         'inbox_dir': var('inbox_dir', 'data/inbox'),
         'schema': schema,
         'table': name,
