@@ -73,6 +73,13 @@ STRING_TOKENS = [
     '"2026-11-01T10:00:00Z"',
     '"Sun Aug 31 00:29:15 +0000 2014"',
     '"véhicule 🚁"',
+    # Times: ISO 8601 with an offset, the fuzzed topic's time_formats (test_fuzz_ingest),
+    # a date no calendar has, and digits beyond microseconds.
+    '"2026-11-01 08:30:00+02:00"',
+    '"01/11/2026 10:00"',
+    '"20261101103000"',
+    '"31/02/2026 10:00"',
+    '"2026-11-01T10:00:00.1234567Z"',
 ]
 
 

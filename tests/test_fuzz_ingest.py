@@ -18,8 +18,9 @@ SparkSession. After every batch:
   its `__text` companion (or of an enclosing path, once an object met a
   scalar), or in `_overflow`, or in `raw_quarantined_values` for its line;
   an integer a number column holds is that integer exactly (never rounded
-  through a double). Values inside arrays of objects (child tables) are not
-  checked here.
+  through a double), and text a timestamp column holds is that time (ISO
+  8601 or one of the topic's TIME_FORMATS, read in UTC). Values inside
+  arrays of objects (child tables) are not checked here.
 
 The topic's schema modes (schema_modes): every other path's mode turns
 with the example (evolve, rescue, discard_row, discard_value, ...), and the
@@ -40,6 +41,7 @@ import os
 import re
 import shutil
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
@@ -49,6 +51,7 @@ from pyspark.sql import functions as F
 from dynamic_ddl.ingest.bookkeeping import LEDGER_ENTRY_COLUMNS, ledger_entry
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.ingest.lineage import original_line
+from dynamic_ddl.schema.exact import ISO_TIMESTAMP
 from dynamic_ddl.schema.naming import display_path
 from tests.json_text import file_name, line_bytes, line_end, value_text
 
@@ -57,6 +60,8 @@ RANDOM = os.environ.get("FUZZ_RANDOM") == "1"  # make fuzz: new examples every r
 LIMITS = {"max_line_bytes": 6000, "max_depth": 6, "max_columns": 500}
 DEFAULT_MODES = ("evolve", "rescue", "discard_row", "discard_value")
 ROUTED_PREFIXES = {"a": "rescue", "x": "discard_row", "b": "discard_value"}
+# The topic's time_formats, and how Python reads the same text (json_text draws both).
+TIME_FORMATS = {"dd/MM/yyyy HH:mm": "%d/%m/%Y %H:%M", "yyyyMMddHHmmss": "%Y%m%d%H%M%S"}
 
 
 def schema_modes(example: int) -> dict[str, str]:
@@ -224,10 +229,28 @@ def check_values(row, text: str, registry: dict[tuple, str], kept_out: set[str])
         held = values.get(registry.get(path, ""))
         if _is_number(value) and isinstance(value, int) and _is_number(held):
             assert held == value, f"{path} of {text} is held as {held!r}"
+        if isinstance(value, str) and isinstance(held, datetime) and _time(value):
+            assert held.timestamp() == _time(value).timestamp(), f"{path} of {text}: {held}"
         in_overflow = any(display_path(prefix) in overflow for prefix in prefixes)
         quarantined = any(display_path(prefix) in kept_out for prefix in prefixes)
         under_array = any(isinstance(_at(record, prefix), list) for prefix in prefixes[1:])
         assert in_column or in_overflow or quarantined or under_array, f"lost {path} of {text}"
+
+
+def _time(text: str) -> datetime | None:
+    """The instant of a time as ISO 8601 (UTC when it has no offset) or in one of the
+    topic's TIME_FORMATS (UTC) spells it; None when Python reads it in none of them."""
+    readings = []
+    if re.match(ISO_TIMESTAMP, text):
+        readings.append(lambda: datetime.fromisoformat(text.replace("Z", "+00:00")))
+    readings += [lambda f=f: datetime.strptime(text, f) for f in TIME_FORMATS.values()]
+    for read in readings:
+        try:
+            instant = read()
+        except ValueError:
+            continue
+        return instant if instant.tzinfo else instant.replace(tzinfo=UTC)
+    return None
 
 
 def _is_number(value) -> bool:
@@ -249,6 +272,7 @@ def ingest(spark, schema: str, inbox: Path, modes: dict[str, str]) -> None:
         "schema": schema,
         "table": "raw_feed",
         "schema_mode": modes,
+        "time_formats": list(TIME_FORMATS),
         **LIMITS,
     }
     ingest_topic(spark, config).collect()
@@ -270,6 +294,22 @@ def ingest(spark, schema: str, inbox: Path, modes: dict[str, str]) -> None:
         {
             "two.json": b'{"id":2,"a":{"n":"t","new":[{"k":1}]},"b":{"n":2.5,"new":true}}\n'
             b'{"id":3,"x":{"n":"t"}}\n{"id":4,"x":{"new":{"deep":1}}}\n'
+        },
+    ]
+)
+# Times in the topic's formats and ISO 8601 at the event time and other paths (routed
+# ones too: a time a timestamp column reads fits it, whatever the mode), then text that
+# is no time where a timestamp column exists.
+@example(
+    generated=[
+        {
+            "t.json": b'{"id":1,"ts":"01/11/2026 10:00","t":"20261101103000",'
+            b'"a":{"t":"20261101103000"},"b":{"t":"01/11/2026 10:00"},'
+            b'"u":"2026-11-01 08:30:00+02:00","l":[{"at":"01/11/2026 10:00"}]}\n'
+        },
+        {
+            "t.json": b'{"id":2,"ts":"31/02/2026 10:00","t":"01/11/2026 10:00",'
+            b'"a":{"t":"01/11/2026 10:00"},"b":{"t":"20261101103000"},"u":"x"}\n'
         },
     ]
 )

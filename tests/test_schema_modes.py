@@ -321,8 +321,12 @@ def test_declared_time_formats_type_any_path_and_leave_text_they_do_not_type(spa
             ' "mixed": "01/11/2026 10:00 or later", "items": [{"at": "01/11/2026 12:00"}]}',
         ],
     )
-    formats = ["dd/MM/yyyy HH:mm", "yyyyMMddHHmmss"]
-    ingest(spark, schema, tmp_path, time_formats=formats)
+    # `seen` is rescued: a time in a declared format fits its column all the same.
+    settings = {
+        "time_formats": ["dd/MM/yyyy HH:mm", "yyyyMMddHHmmss"],
+        "schema_mode": {"seen": "rescue"},
+    }
+    ingest(spark, schema, tmp_path, **settings)
     write_lines(
         tmp_path,
         "2.json",
@@ -331,7 +335,7 @@ def test_declared_time_formats_type_any_path_and_leave_text_they_do_not_type(spa
             ' "items": [{"at": "tea"}]}'
         ],
     )
-    (summary,) = ingest(spark, schema, tmp_path, time_formats=formats)
+    (summary,) = ingest(spark, schema, tmp_path, **settings)
     assert summary.values_as_text == 1
     raw = spark.table(f"{schema}.raw_feed")
     assert [dict(raw.dtypes)[c] for c in ("ts", "seen", "mixed")] == [
@@ -339,6 +343,7 @@ def test_declared_time_formats_type_any_path_and_leave_text_they_do_not_type(spa
         "timestamp",
         "string",
     ]
+    assert raw.where("_overflow is not null and size(_overflow) > 0").count() == 0
     columns = ["id", "string(ts)", "string(_event_date)", "string(seen)", "mixed"]
     assert sorted(map(tuple, raw.selectExpr(*columns).collect())) == [
         (1, "2026-11-02 09:15:00", "2026-11-02", "2026-11-01 10:00:00", "01/11/2026 10:00"),
@@ -361,6 +366,14 @@ def test_declared_time_formats_type_any_path_and_leave_text_they_do_not_type(spa
         (None, "tea"),
     ]
     assert_every_line_accounted_for(spark, schema)
+
+
+@pytest.mark.parametrize("pattern", ["qqqqq", "yyyy-MM-dd'T", "EEE dd"])
+def test_a_time_format_spark_cannot_use_stops_before_any_batch_naming_it(spark, tmp_path, pattern):
+    write_lines(tmp_path, "1.json", ['{"id": 1, "ts": "2026-11-01T10:00:00Z"}'])
+    with pytest.raises(ConfigError, match="is not a Spark datetime pattern"):
+        ingest(spark, "modes_bad_format", tmp_path, time_formats=[pattern])
+    assert not spark.catalog.tableExists("modes_bad_format.raw_file_ledger")  # nothing began
 
 
 def test_a_new_array_of_arrays_of_objects_under_a_full_cap_is_kept_as_text(spark, tmp_path):

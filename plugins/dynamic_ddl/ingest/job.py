@@ -82,6 +82,7 @@ from dynamic_ddl.ingest.raw_rows import BatchContext
 from dynamic_ddl.ingest.settings import IngestSettings
 from dynamic_ddl.ingest.staging import stage_batch, staging_location
 from dynamic_ddl.ingest.tables import remove_local_dir
+from dynamic_ddl.ingest.topics import ConfigError, TopicConfig
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
 from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message, plan_routes
@@ -117,6 +118,7 @@ class BatchSummary:
 def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
     """Ingest every new file of the topic; one summary row per batch (none when nothing is new)."""
     settings = IngestSettings.from_config(config)
+    check_declared_formats(spark, settings.topic)
     create_bookkeeping_tables(spark, settings.bookkeeping)
     with held(spark_sql(spark), settings.table, settings.lock):
         mend_interrupted_swaps(spark, settings)
@@ -131,6 +133,21 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
             PROGRESS.info(batch_done(settings.table, summaries, time.monotonic() - started))
     rows = [tuple(vars(summary).values()) for summary in summaries]
     return local_dataframe(spark, rows, SUMMARY_COLUMNS)
+
+
+def check_declared_formats(spark: SparkSession, topic: TopicConfig) -> None:
+    """Refuse a topic whose `event_time_format` or `time_formats` Spark cannot use as a
+    datetime pattern, naming it, before any batch (each would fail mid-batch)."""
+    for pattern in topic.event_time_formats:
+        try:
+            spark.range(1).select(F.try_to_timestamp(F.lit(""), F.lit(pattern))).collect()
+        except Exception as error:  # Spark raises several kinds; its first line says why
+            reason = str(error).strip().splitlines()[0]
+            raise ConfigError(
+                f"vars.raw_topics.{topic.name}: {pattern!r} in event_time_format or time_formats"
+                f" is not a Spark datetime pattern ({reason}); see"
+                " https://spark.apache.org/docs/latest/sql-ref-datetime-pattern.html"
+            ) from None
 
 
 def batch_started(table: str, batch: Batch, number: int, count: int) -> str:
@@ -237,7 +254,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     checks = misfit_checks(source, as_text) + time_misfit_checks(
         source, timestamps, topic.time_formats
     )
-    rewrite = times_as_iso(source, topic, timestamp_text_paths(as_text, routes))
+    rewrite = times_as_iso(source, topic, timestamp_text_paths(as_text, routes, new_paths))
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
         spark,

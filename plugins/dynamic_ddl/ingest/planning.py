@@ -268,13 +268,17 @@ def text_leaves(schema: StructType) -> set[JsonPath]:
     return found
 
 
-def timestamp_text_paths(as_text: dict[JsonPath, DataType], routes: Routes) -> set[JsonPath]:
+def timestamp_text_paths(
+    as_text: dict[JsonPath, DataType], routes: Routes, new_paths: Collection[JsonPath]
+) -> set[JsonPath]:
     """Paths parsed as text for a timestamp column (times_as_iso rewrites them), except
-    those a mode keeps out of columns (their text stays as sent)."""
+    new paths a mode keeps out of columns (their text stays as sent). A routed path with a
+    column is rewritten: a time the topic reads fits its column, whatever the mode."""
     return {
         path
         for path, column_type in as_text.items()
-        if isinstance(column_type, TimestampType | TimestampNTZType) and path not in routes.kept_out
+        if isinstance(column_type, TimestampType | TimestampNTZType)
+        and not (path in routes.kept_out and path in new_paths)
     }
 
 
