@@ -108,6 +108,21 @@ def test_a_topic_without_its_raw_model_stops_the_run_naming_the_command(project)
     assert run.returncode == 0, run.stdout[-2000:]
 
 
+def test_a_raw_model_from_an_older_generator_stops_the_run_naming_the_command(project):
+    """A stub whose meta holds the topic's settings at the top (before meta.raw_topic)
+    would override its topic: the run stops at its start until `make topics`."""
+    stub = model_file(project, "device_state")
+    older = stub.read_text().replace("meta={'raw_topic': ", "meta=").replace("}})", "})")
+    assert "meta={'record_key'" in older
+    stub.write_text(older)
+    run = dbt(project, "run-operation", "check_raw_topics")
+    assert run.returncode != 0
+    assert "raw_device_state" in run.stdout and "make topics" in run.stdout
+    assert main(["topics", "--project-dir", str(project)]) == 0
+    run = dbt(project, "run-operation", "check_raw_topics")
+    assert run.returncode == 0, run.stdout[-2000:]
+
+
 def test_a_topic_removed_from_the_config_loses_only_its_generated_model(project, capsys):
     """The generated model of a removed topic goes; a hand-written raw_*.py, or a generated
     one edited since, stays, reported."""

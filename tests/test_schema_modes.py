@@ -368,10 +368,51 @@ def test_declared_time_formats_type_any_path_and_leave_text_they_do_not_type(spa
     assert_every_line_accounted_for(spark, schema)
 
 
-@pytest.mark.parametrize("pattern", ["qqqqq", "yyyy-MM-dd'T", "EEE dd"])
-def test_a_time_format_spark_cannot_use_stops_before_any_batch_naming_it(spark, tmp_path, pattern):
+def test_times_a_full_cap_leaves_without_a_column_keep_their_text_as_sent(spark, tmp_path):
+    """Under a full cap the record key and event time come first, then hinted paths,
+    then the rest: a new hinted timestamp path given a column takes a declared-format
+    time as a timestamp, and time paths the cap leaves out keep their text in
+    `_overflow` exactly as sent (never rewritten as ISO)."""
+    schema = "modes_time_cap"
+    write_lines(
+        tmp_path,
+        "1.json",
+        [
+            '{"id": 1, "ts": "2026-11-01T10:00:00Z", "a": "x", "b": "01/11/2026 10:00",'
+            ' "c": "02/11/2026 11:00", "d": "20261101103000"}'
+        ],
+    )
+    settings = {"time_formats": ["dd/MM/yyyy HH:mm", "yyyyMMddHHmmss"], "max_columns": 4}
+    ingest(spark, schema, tmp_path, hints={"c": "timestamp"}, **settings)
+    raw = spark.table(f"{schema}.raw_feed")
+    assert {c: t for c, t in raw.dtypes if c in ("id", "ts", "a", "c")} == {
+        "id": "bigint",
+        "ts": "timestamp",
+        "a": "string",
+        "c": "timestamp",
+    }
+    (row,) = raw.selectExpr("string(c)", "_overflow").collect()
+    assert tuple(row) == ("2026-11-02 11:00:00", {"b": "01/11/2026 10:00", "d": "20261101103000"})
+    assert_every_line_accounted_for(spark, schema)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("qqqqq", "is not a Spark datetime pattern"),
+        ("yyyy-MM-dd'T", "is not a Spark datetime pattern"),
+        ("EEE dd", "is not a Spark datetime pattern"),
+        ("HH:mm:ss.SSSSSSSSS", "more than 6 fraction digits"),
+    ],
+)
+def test_a_time_format_spark_cannot_use_stops_before_any_batch_naming_it(
+    spark, tmp_path, pattern, message
+):
+    """A declared pattern Spark refuses, or one reading digits a timestamp cannot hold,
+    fails the run at its start, naming the setting and the pattern, instead of failing a
+    batch half way or rounding times."""
     write_lines(tmp_path, "1.json", ['{"id": 1, "ts": "2026-11-01T10:00:00Z"}'])
-    with pytest.raises(ConfigError, match="is not a Spark datetime pattern"):
+    with pytest.raises(ConfigError, match=message):
         ingest(spark, "modes_bad_format", tmp_path, time_formats=[pattern])
     assert not spark.catalog.tableExists("modes_bad_format.raw_file_ledger")  # nothing began
 

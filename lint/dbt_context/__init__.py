@@ -81,11 +81,11 @@ class _Adapter:
         return string_literal(value)
 
     @staticmethod
-    def event_timestamp_sql(expression: str, event_time_format: str | None = None) -> str:
+    def event_timestamp_sql(expression: str, formats: str | list[str | None] | None = None) -> str:
         """The adapter's own: pure SQL text, no warehouse needed."""
         from dynamic_ddl.schema.event_time import event_timestamp_sql
 
-        return event_timestamp_sql(expression, event_time_format)
+        return event_timestamp_sql(expression, formats)
 
     @staticmethod
     def dispatch(macro_name: str, macro_namespace: str | None = None):

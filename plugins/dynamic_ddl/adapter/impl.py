@@ -99,6 +99,13 @@ class DynamicSparkAdapter(SparkAdapter):
         return event_timestamp_sql(expression, formats)
 
     @available
+    def raw_overridable_settings(self) -> list[str]:
+        """The topic settings a raw model's own `meta` overrides (ingest/raw_models.py)."""
+        from dynamic_ddl.ingest.raw_models import OVERRIDABLE
+
+        return list(OVERRIDABLE)
+
+    @available
     def create_bookkeeping_tables(self, schema: str) -> None:
         """Create the raw layer's ledger, registry and quarantine in `schema` if missing."""
         from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, bookkeeping_ddl

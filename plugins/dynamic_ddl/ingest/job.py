@@ -15,7 +15,7 @@ new files), its steps in the modules named:
    where it was read, its parsed record or its reason for quarantine,
    `discard_row` included; readable event times as ISO text), observing on
    the way which new paths hold values, which values misfit their column,
-   and which new text paths hold only ISO 8601 times (timestamp columns);
+   and which new text paths hold only times (timestamp columns);
    the raw, child and quarantine writes all read it, and no JSON again
    (staging.py);
 4. create the raw table and its child tables, or `ADD COLUMNS` to them
@@ -65,6 +65,7 @@ from dynamic_ddl.ingest.ledger import (
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import RECORD, exact_numbers, infer_schema, parse_schema
 from dynamic_ddl.ingest.planning import (
+    admitted_paths,
     all_leaves,
     ignored_hints,
     misfit_checks,
@@ -85,6 +86,7 @@ from dynamic_ddl.ingest.tables import remove_local_dir
 from dynamic_ddl.ingest.topics import ConfigError, TopicConfig
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
+from dynamic_ddl.schema.event_time import lossy_pattern
 from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message, plan_routes
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
@@ -137,16 +139,24 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
 
 def check_declared_formats(spark: SparkSession, topic: TopicConfig) -> None:
     """Refuse a topic whose `event_time_format` or `time_formats` Spark cannot use as a
-    datetime pattern, naming it, before any batch (each would fail mid-batch)."""
+    datetime pattern, or that would read more digits than a timestamp holds, naming
+    it, before any batch (each would fail mid-batch, or round times)."""
+    where = f"vars.raw_topics.{topic.name} (event_time_format or time_formats)"
+    guide = "see https://spark.apache.org/docs/latest/sql-ref-datetime-pattern.html"
     for pattern in topic.event_time_formats:
+        if lossy_pattern(pattern):
+            raise ConfigError(
+                f"{where}: {pattern!r} reads more than 6 fraction digits (SSSSSS), which a"
+                " timestamp cannot hold; declare at most SSSSSS and keep finer times as text."
+            )
         try:
             spark.range(1).select(F.try_to_timestamp(F.lit(""), F.lit(pattern))).collect()
-        except Exception as error:  # Spark raises several kinds; its first line says why
+        except Exception as error:  # Spark raises several kinds for a pattern
             reason = str(error).strip().splitlines()[0]
+            if "DATETIME_PATTERN" not in reason and "DATETIME_WEEK_BASED" not in reason:
+                raise
             raise ConfigError(
-                f"vars.raw_topics.{topic.name}: {pattern!r} in event_time_format or time_formats"
-                f" is not a Spark datetime pattern ({reason}); see"
-                " https://spark.apache.org/docs/latest/sql-ref-datetime-pattern.html"
+                f"{where}: {pattern!r} is not a Spark datetime pattern ({reason}); {guide}"
             ) from None
 
 
@@ -251,10 +261,12 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # New text paths become timestamp columns when every value is a time, ISO 8601 or
     # in a declared format (counted as misfits while parsing, like conflicts).
     timestamps = time_candidates(settings, registry, inferred, routes)
-    checks = misfit_checks(source, as_text) + time_misfit_checks(
-        source, timestamps, topic.time_formats
+    settled_times, new_times = timestamp_text_paths(as_text, routes, registry, topic)
+    conflicts = {path: t for path, t in as_text.items() if path not in new_times}
+    checks = misfit_checks(source, conflicts) + time_misfit_checks(
+        source, timestamps | new_times, topic.time_formats
     )
-    rewrite = times_as_iso(source, topic, timestamp_text_paths(as_text, routes, new_paths))
+    rewrite = times_as_iso(source, topic, settled_times)
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
         spark,
@@ -270,11 +282,6 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     )
     timed = {path for path in timestamps if carried.get(path, 0) and not misfits[path]}
     as_text |= {path: TimestampType() for path in timed}  # parsed as text already
-    # Timed paths' values in a declared format are written as ISO text, which the
-    # column takes (counted above as times already, so none goes astray).
-    rewrite_timed = times_as_iso(source, topic, timed)
-    if rewrite_timed is not None:
-        parsed = parsed.withColumn(RECORD, rewrite_timed(F.col(RECORD)))
     PROGRESS.info(
         f"{settings.table}: batch {batch.batch_id} parsed: {counts.accepted:,} lines accepted, "
         f"{counts.rejected:,} quarantined; writing raw, child and quarantine rows"
@@ -291,6 +298,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     frozen = frozen_changes(plans, registry, topic.schema_modes, seen)
     if frozen:  # before any table is written: the batch stays pending
         raise SchemaFrozen(frozen_message(settings.table, batch.batch_id, frozen))
+    # New timestamp columns take their times as ISO text (counted as times above, so
+    # none goes astray); a path the plan gave no column keeps its text as sent.
+    rewrite_new = times_as_iso(source, topic, (timed | new_times) & admitted_paths(plans))
+    if rewrite_new is not None:
+        parsed = parsed.withColumn(RECORD, rewrite_new(F.col(RECORD)))
     prepare_tables(spark, settings, plans)
     write_batch(spark, settings, context, parsed, counts, source, plans, registry, routes)
 

@@ -155,8 +155,8 @@ def plan_tables(
     and the cap ranks new paths by it. `misfits` counts, per conflicting
     path, the values that need its text companion. Paths `routes` sends
     elsewhere (schema modes) get neither a column nor a companion. `timed`
-    new paths (every value an ISO 8601 time) get timestamp columns, ranked
-    under the cap like any path.
+    new paths (every value a time: ISO 8601 or a declared format) get timestamp
+    columns, ranked under the cap like any path.
     """
     parent, children = table_leaves(source)
     tables = child_table_names(settings.table, [child.path for child in children], registry)
@@ -243,15 +243,20 @@ def time_candidates(
     routes: Routes,
 ) -> set[JsonPath]:
     """New paths whose values the batch holds as text (JSON strings, not objects kept as
-    text), with no hint and not routed elsewhere: each becomes a timestamp column if
-    every value the batch has there is an ISO 8601 time (schema/exact.py, counted
-    while the batch is parsed) and the cap gives it a column."""
+    text), with no hint, not the record key and not routed elsewhere: each becomes a
+    timestamp column if every value the batch has there is a time, ISO 8601
+    (schema/exact.py) or in one of the topic's `time_formats` (counted while the
+    batch is parsed: time_misfit_checks), and the cap gives it a column."""
     hints = column_hints(settings.topic)
     known = {entry.json_keys for entry in registry}
+    keys = {dotted(path) for path in settings.topic.record_key}  # identities stay as sent
     return {
         path
         for path in text_leaves(inferred)
-        if path not in known and path not in routes.kept_out and hint_of(path, hints) is None
+        if path not in known
+        and path not in keys
+        and path not in routes.kept_out
+        and hint_of(path, hints) is None
     }
 
 
@@ -269,17 +274,40 @@ def text_leaves(schema: StructType) -> set[JsonPath]:
 
 
 def timestamp_text_paths(
-    as_text: dict[JsonPath, DataType], routes: Routes, new_paths: Collection[JsonPath]
-) -> set[JsonPath]:
-    """Paths parsed as text for a timestamp column (times_as_iso rewrites them), except
-    new paths a mode keeps out of columns (their text stays as sent). A routed path with a
-    column is rewritten: a time the topic reads fits its column, whatever the mode."""
-    return {
+    as_text: dict[JsonPath, DataType],
+    routes: Routes,
+    registry: list[RegistryEntry],
+    topic: TopicConfig,
+) -> tuple[set[JsonPath], set[JsonPath]]:
+    """Paths parsed as text for a timestamp column, as (settled, new).
+
+    Settled paths have their column already, whatever their mode (a time the
+    topic reads fits its column), or are the event time (first under the cap):
+    times_as_iso rewrites them as the batch is parsed, so checks and modes see
+    one form. New
+    ones (a hinted path's first batch) may yet be left without a column by the
+    cap or a mode: they are counted as times are (time_misfit_checks) and
+    rewritten only once a plan gives them their column, so text that stays text
+    (in `_overflow`) is never rewritten."""
+    known = {entry.json_keys for entry in registry}
+    event_time = dotted(topic.event_time)
+    timestamps = {
         path
         for path, column_type in as_text.items()
         if isinstance(column_type, TimestampType | TimestampNTZType)
-        and not (path in routes.kept_out and path in new_paths)
     }
+    settled = {
+        path
+        for path in timestamps
+        if path in known or (path == event_time and path not in routes.kept_out)
+    }
+    new = {path for path in timestamps if path not in known and path != event_time}
+    return settled, new
+
+
+def admitted_paths(plans: dict[str, SchemaPlan]) -> set[JsonPath]:
+    """The paths the plans give a new column."""
+    return {entry.json_keys for plan in plans.values() for entry in plan.added}
 
 
 def times_as_iso(

@@ -47,9 +47,9 @@ def stage_batch(
     Returns the staged lines (`read_text_lines`' columns, `_record`,
     `_reject_reason`), their counts, for each of the `candidates` (new
     paths) the number of accepted records holding a value there, and per
-    path of `misfits` (planning.misfit_checks: paths parsed as text, and new
-    text paths that may be times) the number holding a value that does not
-    fit. `discards`
+    path of `misfits` (planning.misfit_checks for paths parsed as text,
+    planning.time_misfit_checks for new paths that may be times) the number
+    holding a value that does not fit. `discards`
     (planning.row_discards) reject the records they hold for, counted per
     what they object to in the counts; `rewrite` changes each record first
     (parse_lines). Reading Parquet back is

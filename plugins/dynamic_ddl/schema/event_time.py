@@ -5,12 +5,14 @@ One SQL expression (`event_timestamp_sql`) reads them all; the raw layer's
 the `event_timestamp` macro and the adapter) all use it, so an event time
 means the same everywhere. The order of tries:
 
-1. the topic's declared formats (Spark datetime patterns: `event_time_format`,
+1. ISO 8601 as a timestamp column takes it (schema/exact.py): one instant,
+   whatever else is declared, so the column and `_event_date` agree;
+2. the topic's declared formats (Spark datetime patterns: `event_time_format`,
    then `time_formats`, which every other path's typed times read too);
-2. a number, or text that is one: epoch seconds, or milliseconds when its
+3. a number, or text that is one: epoch seconds, or milliseconds when its
    magnitude is 1e11 or more (1e11 s is the year 5138; 1e11 ms, 1973);
-3. ISO 8601 (`2026-11-01T10:00:00Z`, `2026-11-01 10:00:00`, `2026-11-01`);
-4. COMMON_FORMATS (`Sun Aug 31 00:29:15 +0000 2014`, RFC 1123, ...), after
+4. ISO 8601 in Spark's wider reading (`2026-11-01`, a date alone, ...);
+5. COMMON_FORMATS (`Sun Aug 31 00:29:15 +0000 2014`, RFC 1123, ...), after
    dropping a leading day of the week.
 
 A value none of them reads gives NULL; the raw row keeps its text, and the
@@ -19,11 +21,13 @@ A value none of them reads gives NULL; the raw row keeps its text, and the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from dynamic_ddl.schema.exact import ISO_TIMESTAMP
 from dynamic_ddl.sql_text import string_literal
 
 # Tried on the text without a leading day of the week (`Sun `, `Mon, `):
@@ -63,7 +67,9 @@ def event_timestamp_sql(expression: str, formats: str | Sequence[str | None] | N
     """
     text = f"cast({expression} as string)"
     number = f"try_cast({text} as double)"
-    tries = [
+    iso_text = f"{text} rlike {string_literal(ISO_TIMESTAMP)}"
+    iso = f"case when {iso_text} then try_cast({text} as timestamp) end"
+    tries = [iso] + [
         f"try_to_timestamp({text}, {string_literal(pattern)})"
         for pattern in declared_formats(formats)
     ]
@@ -85,3 +91,15 @@ def declared_timestamp(text: Column, formats: Sequence[str]) -> Column:
     if not formats:
         return F.lit(None).cast("timestamp")
     return F.coalesce(*[F.try_to_timestamp(text, F.lit(pattern)) for pattern in formats])
+
+
+def lossy_pattern(pattern: str) -> bool:
+    """Whether a declared pattern reads more fraction-of-second digits than a timestamp
+    holds (microseconds: `SSSSSS`), so a time it reads would lose some.
+
+    Example:
+        >>> lossy_pattern("HH:mm:ss.SSSSSSSSS"), lossy_pattern("'SSSSSSS' HH:mm:ss.SSS")
+        (True, False)
+    """
+    unquoted = re.sub(r"'[^']*'", "", pattern)
+    return re.search(r"S{7,}", unquoted) is not None

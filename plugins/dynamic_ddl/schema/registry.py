@@ -105,9 +105,9 @@ def plan_schema(
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
 
-    When the cap cannot take every new path, `pinned` and hinted paths (the
-    topic's record key and event time, paths a model names) come first, then the
-    paths the most records carry (`carried`: path -> records holding a
+    When the cap cannot take every new path, `pinned` paths (the topic's record
+    key and event time, paths a model names) come first, then hinted paths, then
+    the paths the most records carry (`carried`: path -> records holding a
     value), then path order. So one misbehaving record with thousands of
     keys cannot push out the keys every record sends. `misfits` (once the
     batch is parsed) counts, per conflicting path, the values that do not
@@ -117,8 +117,8 @@ def plan_schema(
     in `kept_out` (schema modes that route them elsewhere: modes.Routes) get
     no column, whatever the room (the caller sends their values to `_overflow`
     or a quarantine); conflicting paths in it get no text companion. New
-    `timed` paths (text, every value an ISO 8601 time) take `timestamp`
-    columns, ranked like any path.
+    `timed` paths (text, every value a time: ISO 8601 or a declared format) take
+    `timestamp` columns, ranked like any path.
 
     Example:
         >>> from pyspark.sql.types import LongType
@@ -134,7 +134,8 @@ def plan_schema(
     new_leaves = sorted(
         (leaf for leaf in unknown if leaf.path not in kept_out),
         key=lambda leaf: (
-            leaf.path not in pinned and hint_of(leaf.path, hints or {}) is None,
+            leaf.path not in pinned,
+            hint_of(leaf.path, hints or {}) is None,
             -carried.get(leaf.path, 0),
             leaf.path,
         ),
