@@ -2,7 +2,9 @@
     The timestamp of an event time, read as the raw layer reads it
     (dynamic_ddl/schema/event_time.py): the topic's `event_time_format` and
     `time_formats`, epoch seconds or milliseconds, ISO 8601, then the common text formats;
-    NULL when none reads it. One definition for raw, Python and SQL models.
+    NULL when none reads it. One definition for raw, Python and SQL models
+    (the formats of the topic's entry in vars: a raw model's meta override
+    of `time_formats` is not seen here).
 
     Example:
         {{ event_timestamp('raw_events.data_log_ts', 'device_events') }}

@@ -2,8 +2,8 @@
     Generic test (a warning in this project): rows whose event time is there
     but could not be read, so they have no `_event_date` (in a timestamp
     column, such a time is kept in its `__text` companion). Such rows are kept
-    (raw keeps the text); the fix is the topic's `event_time_format` in
-    vars.raw_topics, or a word with the feed's owner.
+    (raw keeps the text); the fix is the topic's `event_time_format` or
+    `time_formats` in vars.raw_topics, or a word with the feed's owner.
 
     Example:
         data_tests:
