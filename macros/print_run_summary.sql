@@ -1,7 +1,9 @@
 {#
     Print a compact summary of the run (on-run-end hook): tables and rows
     per layer, the columns raw ingestion discovered this run, the lines it
-    quarantined, and the rows whose event time it could not read. Off unless `--vars '{print_summary: true}'` (make run
+    quarantined, the values it kept outside their column (as text in
+    `__text`, in `_overflow`, or quarantined by `discard_value`), and the
+    rows whose event time it could not read. Off unless `--vars '{print_summary: true}'` (make run
     sets it), so tests and ad-hoc runs do not pay for the counts.
 
     "This run" means the batches that started after dbt did: batch ids
@@ -45,7 +47,8 @@
 
 {#
     The summary's lines on raw ingestion this run: columns the schema
-    registry first saw, and lines sent to quarantine, per table or topic.
+    registry first saw, lines sent to quarantine, and values kept outside
+    their column, per table or topic.
 
     Arguments:
         schema: the schema holding raw_schema_registry and raw_quarantine, required
@@ -66,6 +69,34 @@
         ~ " where batch_id >= '" ~ since ~ "' group by 1 order by 1",
         ' in ' ~ quarantine
     ) -%}
+    {%- set values = api.Relation.create(schema=schema, identifier='raw_quarantined_values') -%}
+    {%- set quarantined_values = dynamic_ddl.summary_count_line(
+        'values quarantined this run',
+        'select topic, count(*) from ' ~ values
+        ~ " where batch_id >= '" ~ since ~ "' group by 1 order by 1",
+        ' in ' ~ values
+    ) -%}
+    {#- Per table the registry knows: values in `__text` companions and in `_overflow`. -#}
+    {%- set as_text = [] -%}
+    {%- set outside = [] -%}
+    {%- for name in run_query('select distinct table_name from ' ~ registry ~ ' order by 1').columns[0].values() -%}
+        {%- set table = adapter.get_relation(database=none, schema=schema, identifier=name) -%}
+        {%- if table is not none -%}
+            {%- set texts = [] -%}
+            {%- for column in adapter.get_columns_in_relation(table)
+                if column.name.endswith('__text') -%}
+                {%- do texts.append('count(' ~ adapter.quote(column.name) ~ ')') -%}
+            {%- endfor -%}
+            {%- set this_run = " from " ~ table ~ " where _batch_id >= '" ~ since ~ "'" -%}
+            {%- if texts -%}
+                {%- do as_text.append("select '" ~ name ~ "', " ~ texts | join(' + ')
+                    ~ this_run ~ ' having ' ~ texts | join(' + ') ~ ' > 0') -%}
+            {%- endif -%}
+            {%- set overflowed = 'sum(case when _overflow is null then 0 else size(_overflow) end)' -%}
+            {%- do outside.append("select '" ~ name ~ "', " ~ overflowed
+                ~ this_run ~ ' having ' ~ overflowed ~ ' > 0') -%}
+        {%- endif -%}
+    {%- endfor -%}
     {%- set unreadable = [] -%}
     {%- for topic, entry in var('raw_topics', {}).items() -%}
         {%- set column = run_query(
@@ -83,11 +114,21 @@
                 ~ ' having count(*) > 0') -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- set lines = [discovered, quarantined] -%}
+    {%- set lines = [discovered, quarantined, quarantined_values] -%}
+    {%- for label, queries, where in [
+        ('values kept as text this run', as_text, ' (in <column>__text: their column cannot hold them)'),
+        ('values in _overflow this run', outside, ' (over the column cap, or rescued)'),
+    ] -%}
+        {%- if queries -%}
+            {%- do lines.append(dynamic_ddl.summary_count_line(label, queries | join(' union all '), where)) -%}
+        {%- else -%}
+            {%- do lines.append('  ' ~ label ~ ': 0') -%}
+        {%- endif -%}
+    {%- endfor -%}
     {%- if unreadable -%}
         {%- do lines.append(dynamic_ddl.summary_count_line(
             'event times unreadable this run', unreadable | join(' union all '),
-            ' (rows kept, no _event_date; see event_time_format)')) -%}
+            ' (rows kept, no _event_date; see event_time_format, time_formats)')) -%}
     {%- endif -%}
     {{ return(lines) }}
 {% endmacro %}

@@ -431,7 +431,8 @@ def embedded_second_batch(tmp_path_factory, cli_env, inbox, session_build) -> di
 
 def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_second_batch):
     """Batch 2 on the embedded session too (make run's path: a 1 GiB driver, two models at
-    once), with make run's summary: rows per layer, new columns, quarantined lines."""
+    once), with make run's summary: rows per layer, new columns, quarantined lines and
+    values kept outside their columns."""
     stdout = embedded_second_batch["stdout"]
     summary = stdout[stdout.index("Run summary (schema analytics):") :]
     layers = dict(
@@ -443,6 +444,9 @@ def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_secon
     assert discovered and int(discovered[1]) > 0 and "raw_device_events" in discovered[2]
     quarantined = re.search(r"lines quarantined this run: (\d+) \(", summary)
     assert quarantined and int(quarantined[1]) > 0
+    # The sample's drift keeps values outside their columns; each line says how many.
+    for label in ("values quarantined", "values kept as text", "values in _overflow"):
+        assert re.search(rf"^  {label} this run: \d+", summary, re.M), label
 
 
 def test_two_batches_equal_a_build_from_scratch_on_the_embedded_target(
