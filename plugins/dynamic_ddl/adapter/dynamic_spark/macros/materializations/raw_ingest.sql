@@ -127,34 +127,30 @@ model(dbt, spark)
 #}
 {% macro check_raw_topics() %}
     {%- if execute -%}
+        {%- set topics = var('raw_topics', {}) -%}
         {%- set models = [] -%}
-        {%- for node in graph.nodes.values() if node.resource_type == 'model' -%}
-            {%- do models.append(node.name) -%}
-        {%- endfor -%}
-        {%- set missing = [] -%}
-        {%- for topic in var('raw_topics', {}) if ('raw_' ~ topic) not in models -%}
-            {%- do missing.append(topic) -%}
-        {%- endfor -%}
         {%- set stale = [] -%}
         {%- for node in graph.nodes.values() if node.resource_type == 'model' -%}
-            {%- if node.name[4:] in var('raw_topics', {}) and node.name.startswith('raw_')
+            {%- do models.append(node.name) -%}
+            {%- if node.name.startswith('raw_') and node.name[4:] in topics
                 and node.config.materialized == 'raw_ingest'
                 and 'raw_topic' not in (node.config.meta or {}) -%}
                 {%- do stale.append(node.name) -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- if stale -%}
-            {{ exceptions.raise_compiler_error(
-                "Raw models written by an older `make topics`: " ~ stale | join(', ')
-                ~ " (their meta would override their topics' schema control). Run `make topics`"
-                ~ " (python -m dynamic_ddl.ingest topics) to rewrite them, then run again."
-            ) }}
-        {%- endif -%}
+        {%- set problems = [] -%}
+        {%- set missing = topics | reject('in', models | map('replace', 'raw_', '', 1) | list) | list -%}
         {%- if missing -%}
+            {%- do problems.append("Topics in vars.raw_topics without a raw model: " ~ missing | join(', ')) -%}
+        {%- endif -%}
+        {%- if stale -%}
+            {%- do problems.append("Raw models written by an older `make topics`: " ~ stale | join(', ')
+                ~ " (their meta would override their topics' schema control)") -%}
+        {%- endif -%}
+        {%- if problems -%}
             {{ exceptions.raise_compiler_error(
-                "Topics in vars.raw_topics without a raw model: " ~ missing | join(', ')
-                ~ ". Run `make topics` (python -m dynamic_ddl.ingest topics) to write "
-                ~ "python_models/raw/raw_<topic>.py for each, then run again."
+                problems | join('. ') ~ ". Run `make topics` (python -m dynamic_ddl.ingest topics)"
+                ~ " to write python_models/raw/raw_<topic>.py for each, then run again."
             ) }}
         {%- endif -%}
     {%- endif -%}
