@@ -71,6 +71,7 @@ from dynamic_ddl.ingest.planning import (
     misfit_checks,
     parse_types,
     plan_tables,
+    rewrite_leaves,
     routed_arrays_as_text,
     row_discards,
     text_paths,
@@ -266,7 +267,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     checks = misfit_checks(source, conflicts) + time_misfit_checks(
         source, timestamps | new_times, topic.time_formats
     )
-    rewrite = times_as_iso(source, topic, settled_times)
+    rewrite = rewrite_leaves(source, times_as_iso(source, topic, settled_times))
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
         spark,
@@ -300,7 +301,8 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         raise SchemaFrozen(frozen_message(settings.table, batch.batch_id, frozen))
     # New timestamp columns take their times as ISO text (counted as times above, so
     # none goes astray); a path the plan gave no column keeps its text as sent.
-    rewrite_new = times_as_iso(source, topic, (timed | new_times) & admitted_paths(plans))
+    new_columns = (timed | new_times) & admitted_paths(plans)
+    rewrite_new = rewrite_leaves(source, times_as_iso(source, topic, new_columns))
     if rewrite_new is not None:
         parsed = parsed.withColumn(RECORD, rewrite_new(F.col(RECORD)))
     prepare_tables(spark, settings, plans)

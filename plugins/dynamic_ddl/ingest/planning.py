@@ -310,62 +310,78 @@ def admitted_paths(plans: dict[str, SchemaPlan]) -> set[JsonPath]:
     return {entry.json_keys for plan in plans.values() for entry in plan.added}
 
 
+# A change of one leaf's value (its text, as parsed), for rewrite_leaves.
+ValueRewrite = Callable[[Column], Column]
+
+
 def times_as_iso(
     source: StructType, topic: TopicConfig, paths: Collection[JsonPath]
-) -> Callable[[Column], Column] | None:
-    """A rewrite of each record (parsed with `source`) that puts every time at `paths`
-    (leaves parsed as text for a timestamp column) as ISO 8601 text at its place, for the
-    column to take exactly: the event time in any format schema/event_time.py reads
-    (epochs, the topic's formats, a date alone, ...), any other path in a format the
-    topic declares (`time_formats`). Text the column takes as it is stays as sent, and
-    so does text with digits beyond microseconds (to `__text` whole: no timestamp holds
-    it) or that no format reads. None when there is nothing to rewrite. The rewrite is
-    of the `_record` column (the expressions name it)."""
+) -> dict[JsonPath, ValueRewrite]:
+    """Per path of `paths` (leaves parsed as text for a timestamp column), the rewrite
+    that puts its time as ISO 8601 text, for the column to take exactly: the event time
+    in any format schema/event_time.py reads (epochs, the topic's formats, a date
+    alone, ...), any other path in a format the topic declares (`time_formats`). Text
+    the column takes as it is stays as sent, and so does text with digits beyond
+    microseconds (to `__text` whole: no timestamp holds it) or that no format reads.
+    The event time's reader is SQL on the `_record` column (it names it)."""
     event_time = dotted(topic.event_time)
-    record = F.col(RECORD)
-    parent, children = table_leaves(source)
-    fields: list[tuple[str, Column]] = []
+    parent, _ = table_leaves(source)
+    rewrites: dict[JsonPath, ValueRewrite] = {}
     for leaf in parent:
         if leaf.path == event_time and leaf.path in paths:
             sql = event_timestamp_sql(
                 f"{RECORD}.{positional(leaf.ordinals)}", topic.event_time_formats
             )
-            value = field_at(record, leaf.ordinals)
-            fields.append((positional(leaf.ordinals), as_iso(value, F.expr(sql))))
-        elif leaf.path in paths and topic.time_formats:
-            value = field_at(record, leaf.ordinals)
-            read = declared_timestamp(value, topic.time_formats)
-            fields.append((positional(leaf.ordinals), as_iso(value, read)))
-    for child in children:
-        inner = [leaf for leaf in element_leaves(child) if leaf.path in paths]
-        if inner and topic.time_formats:
-            rewrite = _element_times_as_iso(inner, topic.time_formats)
-            array = F.transform(field_at(record, child.ordinals), rewrite)
-            fields.append((positional(child.ordinals), array))
-    if not fields:
+            rewrites[leaf.path] = lambda value, sql=sql: as_iso(value, F.expr(sql))
+    if topic.time_formats:
+        formats = topic.time_formats
+        for path in set(paths) - {event_time}:
+            rewrites[path] = lambda value: as_iso(value, declared_timestamp(value, formats))
+    return rewrites
+
+
+def rewrite_leaves(
+    source: StructType, *rewrites: dict[JsonPath, ValueRewrite]
+) -> Callable[[Column], Column] | None:
+    """A rewrite of each record (parsed with `source`) applying, per leaf, its rewrites
+    in the order given: at the record's own leaves and inside the elements of its
+    arrays of objects (leaves deeper than that are left as parsed). None when no
+    leaf has one."""
+    at: dict[JsonPath, list[ValueRewrite]] = {}
+    for mapping in rewrites:
+        for path, rewrite in mapping.items():
+            at.setdefault(path, []).append(rewrite)
+    parent, children = table_leaves(source)
+    top = [leaf for leaf in parent if leaf.path in at]
+    inner = {
+        child.ordinals: [leaf for leaf in element_leaves(child) if leaf.path in at]
+        for child in children
+    }
+    inner = {ordinals: leaves for ordinals, leaves in inner.items() if leaves}
+    if not top and not inner:
         return None
 
-    def rewrite_record(parsed: Column) -> Column:
-        for name, value in fields:
-            parsed = parsed.withField(name, value)
-        return parsed
+    def apply(struct: Column, leaves: list[Leaf]) -> Column:
+        rewritten = struct
+        for leaf in leaves:
+            value = field_at(struct, leaf.ordinals)  # as parsed: each expression stays small
+            for rewrite in at[leaf.path]:
+                value = rewrite(value)
+            rewritten = rewritten.withField(positional(leaf.ordinals), value)
+        return rewritten
+
+    def in_elements(leaves: list[Leaf]) -> Callable[[Column], Column]:
+        # One argument: F.transform takes a two-argument lambda as (element, index).
+        return lambda element: apply(element, leaves)
+
+    def rewrite_record(record: Column) -> Column:
+        rewritten = apply(record, top)
+        for ordinals, leaves in inner.items():
+            array = F.transform(field_at(record, ordinals), in_elements(leaves))
+            rewritten = rewritten.withField(positional(ordinals), array)
+        return rewritten
 
     return rewrite_record
-
-
-def _element_times_as_iso(
-    leaves: list[Leaf], formats: tuple[str, ...]
-) -> Callable[[Column], Column]:
-    """times_as_iso inside an array's elements (a one-argument lambda, as `F.transform` wants)."""
-
-    def rewrite(element: Column) -> Column:
-        for leaf in leaves:
-            value = field_at(element, leaf.ordinals)
-            read = declared_timestamp(value, formats)
-            element = element.withField(positional(leaf.ordinals), as_iso(value, read))
-        return element
-
-    return rewrite
 
 
 def as_iso(text: Column, read: Column) -> Column:
