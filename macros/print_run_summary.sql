@@ -89,11 +89,11 @@
             {%- endfor -%}
             {%- set this_run = " from " ~ table ~ " where _batch_id >= '" ~ since ~ "'" -%}
             {%- if texts -%}
-                {%- do as_text.append("select '" ~ name ~ "', " ~ texts | join(' + ')
+                {%- do as_text.append('select ' ~ adapter.string_literal(name) ~ ', ' ~ texts | join(' + ')
                     ~ this_run ~ ' having ' ~ texts | join(' + ') ~ ' > 0') -%}
             {%- endif -%}
             {%- set overflowed = 'sum(case when _overflow is null then 0 else size(_overflow) end)' -%}
-            {%- do outside.append("select '" ~ name ~ "', " ~ overflowed
+            {%- do outside.append('select ' ~ adapter.string_literal(name) ~ ', ' ~ overflowed
                 ~ this_run ~ ' having ' ~ overflowed ~ ' > 0') -%}
         {%- endif -%}
     {%- endfor -%}

@@ -139,7 +139,10 @@ model(dbt, spark)
             {%- endif -%}
         {%- endfor -%}
         {%- set problems = [] -%}
-        {%- set missing = topics | reject('in', models | map('replace', 'raw_', '', 1) | list) | list -%}
+        {%- set missing = [] -%}
+        {%- for topic in topics if ('raw_' ~ topic) not in models -%}
+            {%- do missing.append(topic) -%}
+        {%- endfor -%}
         {%- if missing -%}
             {%- do problems.append("Topics in vars.raw_topics without a raw model: " ~ missing | join(', ')) -%}
         {%- endif -%}
