@@ -5,12 +5,22 @@ landing/batches.py)."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.ingest.bookkeeping import (
+    BookkeepingTables,
+    newest_committed_batch,
+    read_ledger,
+    read_registry,
+    write_ledger_batch,
+    write_registry,
+)
 from dynamic_ddl.landing.batches import unseen_batches_filter
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
@@ -95,3 +105,34 @@ def test_a_batch_still_being_written_is_not_taken(spark, schema, tmp_path: Path)
     ingest(spark, schema, inbox)  # the rerun commits it: now it is taken
     where = unseen_batches_filter(spark_sql(spark), "_batch_id", None, f"{schema}.raw_feed")
     assert sorted(row.id for row in raw.where(where).collect()) == [1, 2]
+
+
+def test_a_topics_bound_is_read_while_other_topics_rewrite_their_bookkeeping(
+    spark, schema, tmp_path: Path
+):
+    """dbt runs models in threads: a landing model asks for its raw table's newest committed
+    batch while another topic's raw model rewrites that topic's registry and ledger
+    partitions (the files the reader listed are deleted before it reads them)."""
+    inbox = tmp_path / "inbox"
+    write_lines(inbox, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}'])
+    ingest(spark, schema, inbox)
+    tables = BookkeepingTables.in_schema(schema)
+    (batch,) = {entry.batch_id for entry in read_ledger(spark, tables.ledger, "feed")}
+    registry = read_registry(spark, tables.registry, "feed")
+    others = [replace(e, topic="other", table_name="raw_other") for e in registry]
+    ledger = [replace(e, batch_id="b-other") for e in read_ledger(spark, tables.ledger, "feed")]
+    stop = threading.Event()
+
+    def rewrite_other_topic() -> None:
+        while not stop.is_set():
+            write_registry(spark, tables.registry, "other", others)
+            write_ledger_batch(spark, tables.ledger, "other", ledger)
+
+    writer = threading.Thread(target=rewrite_other_topic)
+    writer.start()
+    try:
+        bounds = [newest_committed_batch(spark_sql(spark), f"{schema}.raw_feed") for _ in range(20)]
+    finally:
+        stop.set()
+        writer.join()
+    assert set(bounds) == {(True, batch)}

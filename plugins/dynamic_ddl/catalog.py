@@ -7,6 +7,7 @@ materializations share one copy, on every target.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,11 +18,44 @@ Sql = Callable[[str], Sequence[Sequence[Any]]]
 """Runs one statement and returns its rows (spark.sql(...).collect(), or the adapter's)."""
 
 RETIRED_SUFFIX = "__dbt_old"
+# How long a read waits out other writers' rewrites of a table it scans (read_settled).
+REREAD_SECONDS = 60.0
+REREAD_PAUSE_SECONDS = 0.2
+VANISHED_FILE_SIGNS = ("FileNotFoundException", "NoSuchFileException", "FILE_NOT_EXIST")
 
 
 def spark_sql(spark: Any) -> Sql:
     """The `Sql` callable of a SparkSession (classic or Connect)."""
     return lambda statement: spark.sql(statement).collect()
+
+
+def read_settled(sql: Sql, table: str, statement: str) -> Sequence[Sequence[Any]]:
+    """The rows of `statement`, a read of `table`, read again while a file it listed is
+    gone by the time it is read.
+
+    A Parquet partition is overwritten by deleting its files and moving new
+    ones in. A query that listed the partition a moment before (another
+    thread of this dbt run, writing another topic's partitions of a shared
+    table; a `dbt docs` or `compile` beside a run) fails reading a deleted
+    file. Its answer was never wrong, only missing: refresh the listing and
+    read again, for up to REREAD_SECONDS.
+    """
+    deadline = time.monotonic() + REREAD_SECONDS
+    while True:
+        try:
+            return sql(statement)
+        except Exception as error:
+            if not _listed_file_vanished(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(REREAD_PAUSE_SECONDS)
+        sql(f"refresh table {quoted_table(table)}")
+
+
+def _listed_file_vanished(error: Exception) -> bool:
+    """Whether a read failed on a file deleted after the query listed it (Spark's error, as
+    raised by a session or reported through a Thrift server)."""
+    text = str(error)
+    return any(sign in text for sign in VANISHED_FILE_SIGNS)
 
 
 def table_exists(sql: Sql, table: str) -> bool:

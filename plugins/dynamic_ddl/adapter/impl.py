@@ -25,6 +25,7 @@ from dynamic_ddl.adapter.discovered_columns import (
     registry_query,
 )
 from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
+from dynamic_ddl.catalog import read_settled
 
 
 class DynamicSparkAdapter(SparkAdapter):
@@ -131,7 +132,7 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.ingest.lineage import LineageError, original_line
 
         ledger = BookkeepingTables.in_schema(schema).ledger
-        rows = self._fetch_rows(ledger_rows_of_file_sql(ledger, source_file))
+        rows = read_settled(self._fetch_rows, ledger, ledger_rows_of_file_sql(ledger, source_file))
         try:
             line = original_line(
                 [ledger_entry(row) for row in rows], source_file, int(line_number), batch_id
@@ -348,7 +349,8 @@ class DynamicSparkAdapter(SparkAdapter):
     def _document_discovered_columns(self, nodes: list[Any], schema: str) -> None:
         """Describe the undocumented columns of `schema`'s nodes from its registry."""
         by_table: dict[str, list[DiscoveredColumn]] = {}
-        for row in self._fetch_rows(registry_query(schema)):
+        registry = f"{schema}.{REGISTRY_TABLE}"  # raw models may be rewriting it
+        for row in read_settled(self._fetch_rows, registry, registry_query(schema)):
             column = DiscoveredColumn(*(str(value) for value in row))
             by_table.setdefault(column.table_name.lower(), []).append(column)
         for node in nodes:

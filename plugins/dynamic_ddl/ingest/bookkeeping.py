@@ -22,6 +22,7 @@ from dynamic_ddl.catalog import (
     Sql,
     drop_table,
     partition_columns,
+    read_settled,
     recover_swap,
     spark_sql,
     swap_in,
@@ -302,16 +303,21 @@ def newest_committed_batch(sql: Sql, table: str) -> tuple[bool, str | None]:
     tables = BookkeepingTables.in_schema(schema)
     if not (table_exists(sql, tables.registry) and table_exists(sql, tables.ledger)):
         return False, None
+    # Other topics' raw models may be rewriting their partitions of both tables now.
     topics = [
         row[0]
-        for row in sql(
-            f"select distinct topic from {tables.registry} where table_name = {sql_literal(name)}"
+        for row in read_settled(
+            sql,
+            tables.registry,
+            f"select distinct topic from {tables.registry} where table_name = {sql_literal(name)}",
         )
     ]
     if not topics:
         return False, None
-    (row,) = sql(
+    (row,) = read_settled(
+        sql,
+        tables.ledger,
         f"select max(batch_id) from {tables.ledger} where state = 'committed'"
-        f" and topic in ({', '.join(sql_literal(topic) for topic in topics)})"
+        f" and topic in ({', '.join(sql_literal(topic) for topic in topics)})",
     )
     return True, row[0]
