@@ -12,7 +12,6 @@ import gzip
 import json
 from pathlib import Path
 
-import pytest
 from pyspark.sql import functions as F
 
 from dynamic_ddl.ingest.job import ingest_topic
@@ -184,29 +183,31 @@ def test_an_empty_string_is_a_value_and_gets_its_column(spark, tmp_path):
     assert not {"tags", "none"} & set(row.asDict())  # no value yet: no column yet
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='open: Spark\'s inference takes "" for null and drops a key whose other values '
-    'are only {} (an empty struct), so the line is accepted without its ""',
-)
 def test_an_empty_string_beside_empty_objects_is_a_value_and_gets_its_column(spark, tmp_path):
-    # Found by test_fuzz_ingest (random): "" and {} at one key leave no leaf in the
-    # inferred schema, and the "" is lost without a word (in arrays of objects too).
+    # Found by test_fuzz_ingest (random): Spark's inference takes "" for null and deletes
+    # empty structs, so a key whose values are only "", {} and null vanished with its "".
     write_lines(
         tmp_path,
         "a.json",
         [
-            '{"id": 1, "a": "", "e": {}, "items": [{"k": ""}, {"k": {}}]}',
-            '{"id": 2, "a": {}, "e": {}, "items": [{"k": {}}]}',
+            '{"id": 1, "a": "", "e": {}, "items": [{"k": ""}, {"k": {}}], "o": {"k": ""}}',
+            '{"id": 2, "a": {}, "e": {}, "items": [{"k": {}}], "o": {"k": { }}, "s": [{}]}',
+            '{"id": 3, "l": [""], "n": [[""]], "s": [{}], "o": {"k": null}}',
+            '{"id": 4, "l": [{}, ""], "n": [[{}]], "a": null}',
+            '{"id": 5, "d": 1, "d": 2}',  # a repeated key: quarantined, as ever
         ],
     )
     ingest(spark, "hostile_empty_objects", tmp_path)
     raw = spark.table("hostile_empty_objects.raw_feed")
-    assert sorted(map(tuple, raw.select("id", "a", "_overflow").collect())) == [
-        (1, "", None),
-        (2, None, None),
-    ]
-    assert "e" not in raw.columns  # only empty objects: no value, no column
+    got = {row.id: (row.a, row.o_k, row.l, row.n) for row in raw.collect()}
+    assert got == {
+        1: ("", "", None, None),
+        2: (None, None, None, None),
+        3: (None, None, [""], [[""]]),
+        4: (None, None, [None, ""], None),
+    }
+    assert not {"e", "s"} & set(raw.columns)  # only empty objects: no value, no column
+    assert not any(row._overflow for row in raw.collect())
     items = spark.table("hostile_empty_objects.raw_feed__items")
     assert sorted(items.select("_parent_id", "_index", "items_k").collect()) == [
         ("1", 0, ""),

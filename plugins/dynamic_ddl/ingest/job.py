@@ -63,10 +63,18 @@ from dynamic_ddl.ingest.ledger import (
     scan_inbox,
 )
 from dynamic_ddl.ingest.local_rows import local_dataframe
-from dynamic_ddl.ingest.parse import RECORD, exact_numbers, infer_schema, parse_schema
+from dynamic_ddl.ingest.parse import (
+    RECORD,
+    exact_numbers,
+    hidden_keys,
+    infer_schema,
+    may_hide_empty_strings,
+    parse_schema,
+)
 from dynamic_ddl.ingest.planning import (
     admitted_paths,
     all_leaves,
+    empty_objects_nulled,
     ignored_hints,
     misfit_checks,
     parse_types,
@@ -240,6 +248,13 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     scratch = f"{staging}__inference"
     steps.reached("raw.infer_schema")
     inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
+    hidden: dict = {}
+    if may_hide_empty_strings(spark, links):
+        known = {leaf.path for leaf in all_leaves(inferred)}
+        inferred = hidden_keys(spark, links, inferred, scratch)
+        hidden = {
+            leaf.path: leaf.data_type for leaf in all_leaves(inferred) if leaf.path not in known
+        }
     remove_local_dir(scratch)
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     inferred = routed_arrays_as_text(topic, registry, inferred)
@@ -267,7 +282,9 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     checks = misfit_checks(source, conflicts) + time_misfit_checks(
         source, timestamps | new_times, topic.time_formats
     )
-    rewrite = rewrite_leaves(source, times_as_iso(source, topic, settled_times))
+    rewrite = rewrite_leaves(
+        source, empty_objects_nulled(hidden), times_as_iso(source, topic, settled_times)
+    )
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(
         spark,

@@ -172,6 +172,107 @@ def exact_numbers(data_type: DataType) -> DataType:
     return data_type
 
 
+EMPTY_OBJECT_TEXT = "{}"  # an empty object, as from_json gives it for a string field
+EMPTY_OBJECT = r"[{][ \t]*[}]"  # in a line of JSON (no line ends inside)
+
+
+def may_hide_empty_strings(spark: SparkSession, files: list[str]) -> bool:
+    """Whether the batch holds both `""` and an empty object somewhere: only then can the
+    reader's inference have dropped a key with its `""` (see hidden_keys).
+
+    One pass over the text, substring tests (a regex only on lines with `{`
+    then a space or tab).
+    """
+    line = F.col("value")
+    spaced = F.contains(line, F.lit("{ ")) | F.contains(line, F.lit("{\t"))
+    empty_object = F.contains(line, F.lit(EMPTY_OBJECT_TEXT)) | (spaced & line.rlike(EMPTY_OBJECT))
+    text = spark.read.text([literal_path(f) for f in files])
+    (row,) = text.select(
+        F.bool_or(F.contains(line, F.lit('""'))), F.bool_or(empty_object)
+    ).collect()
+    return bool(row[0]) and bool(row[1])
+
+
+def hidden_keys(
+    spark: SparkSession, files: list[str], inferred: StructType, scratch: str
+) -> StructType:
+    """`inferred` with the keys the reader's inference dropped with their `""` values.
+
+    The reader takes `""` for null and deletes empty structs (SPARK-8093), so a
+    key whose values in the batch are only `""`, `{}` and null vanishes, and
+    each `""` would be lost without a word. Inferred again over the text with
+    every empty object read as null, such a key is kept (as text: all its
+    values look null, or are `""`). Only keys missing from `inferred` are
+    taken from that inference, where a leaf's value can be rewritten (the
+    record, its objects, the elements of its arrays of objects): their `{}`
+    parse as the text `{}`, which `planning.empty_objects_nulled` makes null.
+    The strict-JSON lines (those that can be accepted) go to `scratch` (a
+    folder the caller owns and removes).
+    """
+    with case_sensitive(spark) as session:
+        text = session.read.text([literal_path(f) for f in files])
+        accepted = text.where(is_strict_json(F.col("value")))  # as infer_schema's fallback
+        accepted.select(F.regexp_replace("value", EMPTY_OBJECT, "null")).write.mode(
+            "overwrite"
+        ).text(scratch)
+        again = _json_reader(session).json(scratch).schema
+    return _with_missing_fields(inferred, again, in_element=False)
+
+
+def _with_missing_fields(kept: StructType, found: StructType, in_element: bool) -> StructType:
+    """`kept` with the fields of `found` it lacks (by exact name), at every depth a leaf
+    can be rewritten: nested objects, and the elements of first-level arrays of objects."""
+    by_name = {f.name: f for f in found.fields}
+    fields = []
+    for field in kept.fields:
+        twin = by_name.pop(field.name, None)
+        data_type = field.dataType
+        if twin is not None and isinstance(data_type, StructType):
+            if isinstance(twin.dataType, StructType):
+                data_type = _with_missing_fields(data_type, twin.dataType, in_element)
+        elif (
+            twin is not None
+            and not in_element
+            and _objects_in_array(data_type)
+            and _objects_in_array(twin.dataType)
+        ):
+            element = _with_missing_fields(
+                data_type.elementType,  # type: ignore[attr-defined]
+                twin.dataType.elementType,  # type: ignore[attr-defined]
+                in_element=True,
+            )
+            data_type = ArrayType(element, True)
+        fields.append(StructField(field.name, data_type, True))
+    added = [
+        StructField(f.name, f.dataType, True)
+        for f in by_name.values()
+        if f.name != CORRUPT_RECORD and _rewritable(f.dataType, in_element)
+    ]
+    return StructType(fields + added)
+
+
+def _objects_in_array(data_type: DataType) -> bool:
+    return isinstance(data_type, ArrayType) and isinstance(data_type.elementType, StructType)
+
+
+def _rewritable(data_type: DataType, in_element: bool) -> bool:
+    """Whether every leaf below is a column value (not inside JSON text: arrays of objects
+    below the elements of an array of objects, arrays of arrays of objects)."""
+    if isinstance(data_type, StructType):
+        return all(_rewritable(f.dataType, in_element) for f in data_type.fields)
+    if _objects_in_array(data_type):
+        return not in_element and _rewritable(data_type.elementType, True)  # type: ignore[attr-defined]
+    if isinstance(data_type, ArrayType):  # of scalars, or of arrays: no objects below
+        return not _holds_objects(data_type.elementType)
+    return True
+
+
+def _holds_objects(data_type: DataType) -> bool:
+    if isinstance(data_type, ArrayType):
+        return _holds_objects(data_type.elementType)
+    return isinstance(data_type, StructType)
+
+
 def parse_schema(inferred: StructType, known: dict[JsonPath, DataType]) -> StructType:
     """The schema lines are parsed with: the registry's type for each leaf it knows.
 

@@ -19,7 +19,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD
+from dynamic_ddl.ingest.parse import EMPTY_OBJECT_TEXT, LINE_NUMBER, RECORD
 from dynamic_ddl.ingest.raw_rows import (
     INDEX_COLUMN,
     OVERFLOW_COLUMN,
@@ -338,6 +338,25 @@ def times_as_iso(
         for path in set(paths) - {event_time}:
             rewrites[path] = lambda value: as_iso(value, declared_timestamp(value, formats))
     return rewrites
+
+
+def empty_objects_nulled(hidden: dict[JsonPath, DataType]) -> dict[JsonPath, ValueRewrite]:
+    """Per leaf parse.hidden_keys brought back (text, or arrays of it), the rewrite that
+    makes its `{}` null again: an empty object holds no value. An array left with no
+    value at all becomes null too, as the key was before (so `[{}]` alone never makes
+    a column)."""
+
+    def nulled(value: Column, data_type: DataType) -> Column:
+        if isinstance(data_type, ArrayType):
+            inner = data_type.elementType
+            kept = F.transform(value, lambda element: nulled(element, inner))
+            return F.when(F.exists(kept, lambda element: element.isNotNull()), kept)
+        return F.when(value != F.lit(EMPTY_OBJECT_TEXT), value)
+
+    return {
+        path: lambda value, data_type=data_type: nulled(value, data_type)
+        for path, data_type in hidden.items()
+    }
 
 
 def rewrite_leaves(
