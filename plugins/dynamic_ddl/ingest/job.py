@@ -65,10 +65,9 @@ from dynamic_ddl.ingest.ledger import (
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import (
     RECORD,
+    empty_strings_as_text,
     exact_numbers,
-    hidden_keys,
     infer_schema,
-    may_hide_empty_strings,
     parse_schema,
 )
 from dynamic_ddl.ingest.planning import (
@@ -248,14 +247,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     scratch = f"{staging}__inference"
     steps.reached("raw.infer_schema")
     inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
-    hidden: dict = {}
-    if may_hide_empty_strings(spark, links):
-        known = {leaf.path for leaf in all_leaves(inferred)}
-        inferred = hidden_keys(spark, links, inferred, scratch)
-        hidden = {
-            leaf.path: leaf.data_type for leaf in all_leaves(inferred) if leaf.path not in known
-        }
+    first = {leaf.path for leaf in all_leaves(inferred)}
+    inferred = empty_strings_as_text(spark, links, inferred, scratch)
     remove_local_dir(scratch)
+    # Keys the reader deleted with their "": their {} parse as text, to be made null.
+    hidden = {leaf.path: leaf.data_type for leaf in all_leaves(inferred) if leaf.path not in first}
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
     inferred = routed_arrays_as_text(topic, registry, inferred)
     for ignored in ignored_hints(settings, registry):

@@ -15,8 +15,8 @@ reason it goes to quarantine:
     empty_line        nothing but whitespace
     not_an_object     valid JSON, but an array, a string, a number, ...
     unreadable_value  a JSON object the reader cannot read with the batch's
-                      types: "" where every other value of the path is a
-                      number (Spark's inference takes "" for null)
+                      types (none known since "" is inferred as a string:
+                      empty_strings_as_text)
     unparseable_json  not JSON at all (including nesting beyond Jackson's limit)
     not_strict_json   read only by a lenient parser: a key repeated in one object
                       (which value is meant is anyone's guess), a lone surrogate
@@ -173,82 +173,77 @@ def exact_numbers(data_type: DataType) -> DataType:
 
 
 EMPTY_OBJECT_TEXT = "{}"  # an empty object, as from_json gives it for a string field
-EMPTY_OBJECT = r"[{][ \t]*[}]"  # in a line of JSON (no line ends inside)
+# An empty string in JSON text: `""` not preceded by a backslash (an escaped quote
+# inside a string). Valid JSON has `""` nowhere else (the key "" is quarantined).
+EMPTY_STRING = r'(?<!\\)""'
 
 
-def may_hide_empty_strings(spark: SparkSession, files: list[str]) -> bool:
-    """Whether the batch holds both `""` and an empty object somewhere: only then can the
-    reader's inference have dropped a key with its `""` (see hidden_keys).
-
-    One pass over the text, substring tests (a regex only on lines with `{`
-    then a space or tab).
-    """
-    line = F.col("value")
-    spaced = F.contains(line, F.lit("{ ")) | F.contains(line, F.lit("{\t"))
-    empty_object = F.contains(line, F.lit(EMPTY_OBJECT_TEXT)) | (spaced & line.rlike(EMPTY_OBJECT))
-    text = spark.read.text([literal_path(f) for f in files])
-    (row,) = text.select(
-        F.bool_or(F.contains(line, F.lit('""'))), F.bool_or(empty_object)
-    ).collect()
-    return bool(row[0]) and bool(row[1])
-
-
-def hidden_keys(
+def empty_strings_as_text(
     spark: SparkSession, files: list[str], inferred: StructType, scratch: str
 ) -> StructType:
-    """`inferred` with the keys the reader's inference dropped with their `""` values.
+    """`inferred`, corrected where the reader's inference took `""` for null.
 
-    The reader takes `""` for null and deletes empty structs (SPARK-8093), so a
-    key whose values in the batch are only `""`, `{}` and null vanishes, and
-    each `""` would be lost without a word. Inferred again over the text with
-    every empty object read as null, such a key is kept (as text: all its
-    values look null, or are `""`). Only keys missing from `inferred` are
-    taken from that inference, where a leaf's value can be rewritten (the
-    record, its objects, the elements of its arrays of objects): their `{}`
+    The reader infers `""` as null, so where a path's other values are
+    numbers (or booleans, arrays, objects) it infers their type and the
+    line with `""` could not be read with it; and it deletes empty structs
+    (SPARK-8093), so a key whose values are only `""`, `{}` and null vanished
+    with each `""`. The lines holding `""` are inferred again with each `""`
+    read as `" "` (a string like any other), all-null keys dropped: a path
+    that is text there becomes text here (as `"x"` beside numbers would), and
+    a key missing here is added, where a leaf's value can be rewritten (the
+    record, its objects, the elements of its arrays of objects); its `{}`
     parse as the text `{}`, which `planning.empty_objects_nulled` makes null.
-    The strict-JSON lines (those that can be accepted) go to `scratch` (a
-    folder the caller owns and removes).
+    One pass over the text when no line holds `""`. The lines go to
+    `scratch` (a folder the caller owns and removes).
     """
     with case_sensitive(spark) as session:
         text = session.read.text([literal_path(f) for f in files])
-        accepted = text.where(is_strict_json(F.col("value")))  # as infer_schema's fallback
-        accepted.select(F.regexp_replace("value", EMPTY_OBJECT, "null")).write.mode(
-            "overwrite"
-        ).text(scratch)
-        again = _json_reader(session).json(scratch).schema
-    return _with_missing_fields(inferred, again, in_element=False)
+        with_empty = text.where(F.contains(F.col("value"), F.lit('""')))
+        reader = _json_reader(session).option("dropFieldIfAllNull", True)
+
+        def infer(lines: DataFrame) -> StructType:
+            spaced = F.regexp_replace("value", EMPTY_STRING, '" "')
+            lines.select(spaced.alias("value")).write.mode("overwrite").text(scratch)
+            return reader.json(scratch).schema
+
+        try:
+            seen = infer(with_empty)
+        except AnalysisException:  # a key repeated in one object, as in infer_schema
+            seen = infer(with_empty.where(is_strict_json(F.col("value"))))
+    return _merged(inferred, seen, in_element=False)  # type: ignore[return-value]
 
 
-def _with_missing_fields(kept: StructType, found: StructType, in_element: bool) -> StructType:
-    """`kept` with the fields of `found` it lacks (by exact name), at every depth a leaf
-    can be rewritten: nested objects, and the elements of first-level arrays of objects."""
-    by_name = {f.name: f for f in found.fields}
-    fields = []
-    for field in kept.fields:
-        twin = by_name.pop(field.name, None)
-        data_type = field.dataType
-        if twin is not None and isinstance(data_type, StructType):
-            if isinstance(twin.dataType, StructType):
-                data_type = _with_missing_fields(data_type, twin.dataType, in_element)
-        elif (
-            twin is not None
-            and not in_element
-            and _objects_in_array(data_type)
-            and _objects_in_array(twin.dataType)
-        ):
-            element = _with_missing_fields(
-                data_type.elementType,  # type: ignore[attr-defined]
-                twin.dataType.elementType,  # type: ignore[attr-defined]
-                in_element=True,
+def _merged(kept: DataType, seen: DataType, in_element: bool) -> DataType:
+    """`kept` (the first inference), text where `seen` (with `""` as a string) is text,
+    and with the fields of `seen` it lacks where their leaves are column values."""
+    if isinstance(kept, StructType) and isinstance(seen, StructType):
+        found = {f.name: f.dataType for f in seen.fields if f.name != CORRUPT_RECORD}
+        fields = [
+            StructField(
+                f.name,
+                _merged(f.dataType, found.pop(f.name), in_element)
+                if f.name in found
+                else f.dataType,
+                True,
             )
-            data_type = ArrayType(element, True)
-        fields.append(StructField(field.name, data_type, True))
-    added = [
-        StructField(f.name, f.dataType, True)
-        for f in by_name.values()
-        if f.name != CORRUPT_RECORD and _rewritable(f.dataType, in_element)
-    ]
-    return StructType(fields + added)
+            for f in kept.fields
+        ]
+        added = [
+            StructField(name, data_type, True)
+            for name, data_type in found.items()
+            if _rewritable(data_type, in_element)
+        ]
+        return StructType(fields + added)
+    if _objects_in_array(kept) and _objects_in_array(seen):
+        if in_element:  # below a child table's elements: JSON text, left as inferred
+            return kept
+        element = _merged(kept.elementType, seen.elementType, True)  # type: ignore[attr-defined]
+        return ArrayType(element, True)
+    if isinstance(kept, ArrayType) and isinstance(seen, ArrayType):
+        return ArrayType(_merged(kept.elementType, seen.elementType, in_element), True)
+    if isinstance(seen, StringType):
+        return seen
+    return kept
 
 
 def _objects_in_array(data_type: DataType) -> bool:

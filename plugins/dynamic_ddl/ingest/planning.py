@@ -341,7 +341,7 @@ def times_as_iso(
 
 
 def empty_objects_nulled(hidden: dict[JsonPath, DataType]) -> dict[JsonPath, ValueRewrite]:
-    """Per leaf parse.hidden_keys brought back (text, or arrays of it), the rewrite that
+    """Per leaf parse.empty_strings_as_text brought back (text, or arrays of it), the rewrite that
     makes its `{}` null again: an empty object holds no value. An array left with no
     value at all becomes null too, as the key was before (so `[{}]` alone never makes
     a column)."""
@@ -353,9 +353,15 @@ def empty_objects_nulled(hidden: dict[JsonPath, DataType]) -> dict[JsonPath, Val
             return F.when(F.exists(kept, lambda element: element.isNotNull()), kept)
         return F.when(value != F.lit(EMPTY_OBJECT_TEXT), value)
 
+    def text_inside(data_type: DataType) -> bool:
+        if isinstance(data_type, ArrayType):
+            return text_inside(data_type.elementType)
+        return isinstance(data_type, StringType)
+
     return {
         path: lambda value, data_type=data_type: nulled(value, data_type)
         for path, data_type in hidden.items()
+        if text_inside(data_type)  # "{}" can be compared with text only (ANSI)
     }
 
 
