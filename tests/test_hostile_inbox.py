@@ -217,6 +217,38 @@ def test_an_empty_string_beside_empty_objects_is_a_value_and_gets_its_column(spa
     assert_every_line_accounted_for(spark, "hostile_empty_objects")
 
 
+def test_empty_strings_in_json_text_and_beside_hostile_keys_are_kept_as_sent(spark, tmp_path):
+    # Found in review of the second inference of lines holding "": the key "" next
+    # to " " repeated a key there; values kept as JSON text changed inside; a known
+    # text column met a key's {} rewrite.
+    lines = [
+        '{"id": 1, "": 1, " ": 2}',
+        '{"id": 2, "k": "", "l": "x"}',
+        '{"id": 3, "n": [[{"x": 1, "k": {}}]], "items": [{"sub": [{"n": 1}]}]}',
+        '{"id": 4, "n": [[{"x": 2, "k": ""}]], "items": [{"sub": [{"n": ""}]}]}',
+    ]
+    write_lines(tmp_path, "a.json", lines)
+    ingest(spark, "hostile_empty_text", tmp_path)
+    write_lines(tmp_path, "b.json", ['{"id": 5, "l": [{}]}', '{"id": 6, "l": [""]}'])
+    ingest(spark, "hostile_empty_text", tmp_path)
+    assert reasons(spark, "hostile_empty_text") == {lines[0]: "empty_key"}
+    raw = spark.table("hostile_empty_text.raw_feed")
+    got = {row.id: (row.k, row.l, row.n) for row in raw.collect()}
+    assert got == {
+        2: ("", "x", None),
+        3: (None, None, '[[{"x":1,"k":{}}]]'),
+        4: (None, None, '[[{"x":2,"k":""}]]'),
+        5: (None, "[{}]", None),
+        6: (None, '[""]', None),
+    }
+    items = spark.table("hostile_empty_text.raw_feed__items")
+    assert sorted(items.select("_parent_id", "items_sub").collect()) == [
+        ("3", '[{"n":1}]'),
+        ("4", '[{"n":""}]'),
+    ]
+    assert_every_line_accounted_for(spark, "hostile_empty_text")
+
+
 def test_a_bare_carriage_return_ends_a_line_for_the_ledger_too(spark, tmp_path):
     # Found by test_fuzz_ingest: Spark splits at CR, the ledger counted LF only.
     path = tmp_path / "feed" / "a.json"

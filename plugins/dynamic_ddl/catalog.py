@@ -21,7 +21,14 @@ RETIRED_SUFFIX = "__dbt_old"
 # How long a read waits out other writers' rewrites of a table it scans (read_settled).
 REREAD_SECONDS = 60.0
 REREAD_PAUSE_SECONDS = 0.2
-VANISHED_FILE_SIGNS = ("FileNotFoundException", "NoSuchFileException", "FILE_NOT_EXIST")
+# Spark's error classes and the Java exceptions under them (a session's error may carry
+# only the class, a Thrift server's the Java text).
+VANISHED_FILE_SIGNS = (
+    "FileNotFoundException",
+    "NoSuchFileException",
+    "FILE_NOT_EXIST",
+    "FAILED_READ_FILE",
+)
 
 
 def spark_sql(spark: Any) -> Sql:
@@ -41,14 +48,17 @@ def read_settled(sql: Sql, table: str, statement: str) -> Sequence[Sequence[Any]
     read again, for up to REREAD_SECONDS.
     """
     deadline = time.monotonic() + REREAD_SECONDS
+    stale = False
     while True:
         try:
+            if stale:
+                sql(f"refresh table {quoted_table(table)}")
             return sql(statement)
         except Exception as error:
             if not _listed_file_vanished(error) or time.monotonic() > deadline:
                 raise
+        stale = True
         time.sleep(REREAD_PAUSE_SECONDS)
-        sql(f"refresh table {quoted_table(table)}")
 
 
 def _listed_file_vanished(error: Exception) -> bool:

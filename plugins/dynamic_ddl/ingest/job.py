@@ -278,8 +278,14 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     checks = misfit_checks(source, conflicts) + time_misfit_checks(
         source, timestamps | new_times, topic.time_formats
     )
+    # Only where the leaf is parsed as inferred (not as its column's type, or as text).
+    parsed_hidden = {
+        leaf.path: leaf.data_type
+        for leaf in all_leaves(source)
+        if hidden.get(leaf.path) == leaf.data_type
+    }
     rewrite = rewrite_leaves(
-        source, empty_objects_nulled(hidden), times_as_iso(source, topic, settled_times)
+        source, empty_objects_nulled(parsed_hidden), times_as_iso(source, topic, settled_times)
     )
     steps.reached("raw.stage_batch")
     parsed, counts, carried, misfits = stage_batch(

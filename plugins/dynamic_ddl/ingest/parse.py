@@ -15,8 +15,8 @@ reason it goes to quarantine:
     empty_line        nothing but whitespace
     not_an_object     valid JSON, but an array, a string, a number, ...
     unreadable_value  a JSON object the reader cannot read with the batch's
-                      types (none known since "" is inferred as a string:
-                      empty_strings_as_text)
+                      types (none known since empty_strings_as_text reads
+                      "" as a string, where Spark's inference takes it for null)
     unparseable_json  not JSON at all (including nesting beyond Jackson's limit)
     not_strict_json   read only by a lenient parser: a key repeated in one object
                       (which value is meant is anyone's guess), a lone surrogate
@@ -188,36 +188,46 @@ def empty_strings_as_text(
     line with `""` could not be read with it; and it deletes empty structs
     (SPARK-8093), so a key whose values are only `""`, `{}` and null vanished
     with each `""`. The lines holding `""` are inferred again with each `""`
-    read as `" "` (a string like any other), all-null keys dropped: a path
-    that is text there becomes text here (as `"x"` beside numbers would), and
-    a key missing here is added, where a leaf's value can be rewritten (the
-    record, its objects, the elements of its arrays of objects); its `{}`
-    parse as the text `{}`, which `planning.empty_objects_nulled` makes null.
-    One pass over the text when no line holds `""`. The lines go to
-    `scratch` (a folder the caller owns and removes).
+    read as `" "` (a string like any other), all-null keys dropped (see
+    `_merged` for how the two inferences meet). Lines with the key `""` are
+    left out: they are quarantined, and `" "` could repeat a key there. One
+    pass over the text when no line holds `""`. The lines go to `scratch` (a
+    folder the caller owns and removes).
     """
     with case_sensitive(spark) as session:
+        line = F.col("value")
         text = session.read.text([literal_path(f) for f in files])
-        with_empty = text.where(F.contains(F.col("value"), F.lit('""')))
+        with_empty = text.where(F.contains(line, F.lit('""')) & ~line.rlike(EMPTY_KEY))
         reader = _json_reader(session).option("dropFieldIfAllNull", True)
 
         def infer(lines: DataFrame) -> StructType:
-            spaced = F.regexp_replace("value", EMPTY_STRING, '" "')
+            spaced = F.regexp_replace(line, EMPTY_STRING, '" "')
             lines.select(spaced.alias("value")).write.mode("overwrite").text(scratch)
             return reader.json(scratch).schema
 
         try:
             seen = infer(with_empty)
         except AnalysisException:  # a key repeated in one object, as in infer_schema
-            seen = infer(with_empty.where(is_strict_json(F.col("value"))))
+            seen = infer(with_empty.where(is_strict_json(line)))
+    seen = StructType([f for f in seen.fields if f.name != CORRUPT_RECORD])
     return _merged(inferred, seen, in_element=False)  # type: ignore[return-value]
 
 
 def _merged(kept: DataType, seen: DataType, in_element: bool) -> DataType:
-    """`kept` (the first inference), text where `seen` (with `""` as a string) is text,
-    and with the fields of `seen` it lacks where their leaves are column values."""
+    """`kept` (the first inference) met with `seen` (inferred with `""` as a string).
+
+    - A path that is text in `seen` is text (as `"x"` beside numbers makes it).
+    - A key `kept` lacks is added: as `seen` has it where its leaves become
+      columns (the record, its objects, the elements of its arrays of
+      objects), else as text. Its `{}` parse as the text `{}` (no string
+      `"{}"` can be there, or the key would not have vanished), which
+      `planning.empty_objects_nulled` makes null.
+    - A value kept as JSON text (arrays of objects below an array or an
+      element) that would change inside is parsed as text: whole, as sent.
+    `in_element`: below the elements of an array of objects.
+    """
     if isinstance(kept, StructType) and isinstance(seen, StructType):
-        found = {f.name: f.dataType for f in seen.fields if f.name != CORRUPT_RECORD}
+        found = {f.name: f.dataType for f in seen.fields}
         fields = [
             StructField(
                 f.name,
@@ -229,18 +239,18 @@ def _merged(kept: DataType, seen: DataType, in_element: bool) -> DataType:
             for f in kept.fields
         ]
         added = [
-            StructField(name, data_type, True)
+            StructField(name, data_type if _rewritable(data_type, in_element) else StringType())
             for name, data_type in found.items()
-            if _rewritable(data_type, in_element)
         ]
         return StructType(fields + added)
-    if _objects_in_array(kept) and _objects_in_array(seen):
-        if in_element:  # below a child table's elements: JSON text, left as inferred
-            return kept
-        element = _merged(kept.elementType, seen.elementType, True)  # type: ignore[attr-defined]
-        return ArrayType(element, True)
     if isinstance(kept, ArrayType) and isinstance(seen, ArrayType):
-        return ArrayType(_merged(kept.elementType, seen.elementType, in_element), True)
+        if _objects_in_array(kept) and _objects_in_array(seen) and not in_element:
+            element = _merged(kept.elementType, seen.elementType, True)  # a child table's
+            return ArrayType(element, True)
+        merged = ArrayType(_merged(kept.elementType, seen.elementType, True), True)
+        if _holds_objects(kept) and merged != kept:
+            return StringType()  # JSON text: as sent, rather than changed inside
+        return merged
     if isinstance(seen, StringType):
         return seen
     return kept
