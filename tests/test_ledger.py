@@ -6,6 +6,7 @@ import gzip
 from datetime import UTC, datetime
 
 from dynamic_ddl.ingest.ledger import (
+    CHUNK_BYTES,
     COMMITTED,
     PENDING,
     BatchLimits,
@@ -13,6 +14,7 @@ from dynamic_ddl.ingest.ledger import (
     LedgerEntry,
     count_line_ends,
     file_checksum,
+    fingerprint,
     plan_batches,
     scan_inbox,
 )
@@ -108,3 +110,26 @@ def test_lines_end_at_lf_crlf_and_a_bare_cr_across_chunks():
     assert count_line_ends(b"a\r\nb\rc\n") == 3
     assert count_line_ends(b"\nx", after_cr=True) == 0
     assert count_line_ends(b"\rx", after_cr=True) == 1
+
+
+def test_the_read_notes_an_empty_string_anywhere_even_across_chunks(tmp_path):
+    # Only a file holding `""` needs the second inference (parse.empty_strings_as_text).
+    cases = {
+        "none.json": b'{"a": "x", "b": "\\"q"}\n',
+        # a superset: an escaped quote before the closing one counts (nothing is found then)
+        "escaped.json": b'{"b": "\\"q\\""}\n',
+        "plain.json": b'{"a": 1}\n{"a": ""}\n',
+        "zipped.json.gz": gzip.compress(b'{"a": ""}\n'),
+        # the two quotes on either side of a chunk boundary
+        "straddling.json": b" " * (CHUNK_BYTES - 7) + b'{"a": "' + b'"}\n',
+    }
+    for name, payload in cases.items():
+        (tmp_path / name).write_bytes(payload)
+    noted = {name: fingerprint(tmp_path / name).holds_empty_string for name in cases}
+    assert noted == {
+        "none.json": False,
+        "escaped.json": True,
+        "plain.json": True,
+        "zipped.json.gz": True,
+        "straddling.json": True,
+    }

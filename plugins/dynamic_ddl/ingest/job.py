@@ -248,7 +248,8 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     steps.reached("raw.infer_schema")
     inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
     first = {leaf.path for leaf in all_leaves(inferred)}
-    inferred = empty_strings_as_text(spark, links, inferred, scratch)
+    if any(f.holds_empty_string for f in batch.files):  # the ledger's read noted it
+        inferred = empty_strings_as_text(spark, links, inferred, scratch)
     remove_local_dir(scratch)
     # Keys the reader deleted with their "": their {} parse as text, to be made null.
     hidden = {leaf.path: leaf.data_type for leaf in all_leaves(inferred) if leaf.path not in first}

@@ -48,6 +48,9 @@ class InboxFile:
     line_count: int
     # The first line to ingest (1-based): past the lines of a committed version it grew from.
     first_line: int = 1
+    # Whether `""` occurs in the file (True when not known): only then can Spark's
+    # inference have taken an empty string for null (parse.empty_strings_as_text).
+    holds_empty_string: bool = True
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class Fingerprint(NamedTuple):
     prefix_checksum: str | None = None  # of the first `prefix_size` bytes, when asked
     prefix_lines: int = 0  # complete lines in those bytes (plain files only)
     prefix_ends_line: bool = False  # whether those bytes end with a line end
+    holds_empty_string: bool = True  # whether `""` occurs in the (decoded) text
 
 
 class Gunzip:
@@ -114,14 +118,15 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
     Lines are counted as Spark's text reader splits them: at LF, CRLF or a
     bare CR, and a last line needs no line end (see count_line_ends); gzip
     files are counted on their decompressed bytes. With `prefix_size`, the
-    same read also hashes the first `prefix_size` bytes (to tell an append).
+    same read also hashes the first `prefix_size` bytes (to tell an append),
+    and notes whether `""` occurs anywhere.
     """
     digest = hashlib.sha256()
     unzip = Gunzip() if path.name.endswith(".gz") else None
     count, last = 0, b"\n"
     first_bytes, total = b"", 0  # the first decoded bytes, and how many there are
     prefix: tuple[str, int, bool] | None = None
-    offset = 0
+    offset, empty = 0, False
     with open(path, "rb") as handle:
         while chunk := handle.read(CHUNK_BYTES):
             if prefix_size is not None and prefix is None and offset + len(chunk) >= prefix_size:
@@ -135,6 +140,7 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
             digest.update(chunk)
             text = chunk if unzip is None else unzip.feed(chunk)
             if text:
+                empty = empty or b'""' in last + text  # a `""` may straddle two chunks
                 count += count_line_ends(text, after_cr=last == b"\r")
                 last = text[-1:]
                 first_bytes, total = (first_bytes + text)[: len(BOM)], total + len(text)
@@ -142,8 +148,8 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
     if total == len(BOM) and first_bytes == BOM:
         lines = 0  # Hadoop's reader skips a leading byte-order mark: nothing is left
     if prefix is None or unzip is not None:
-        return Fingerprint(digest.hexdigest(), lines)
-    return Fingerprint(digest.hexdigest(), lines, *prefix)
+        return Fingerprint(digest.hexdigest(), lines, holds_empty_string=empty)
+    return Fingerprint(digest.hexdigest(), lines, *prefix, holds_empty_string=empty)
 
 
 def count_line_ends(text: bytes, after_cr: bool = False) -> int:
@@ -207,6 +213,7 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
                 facts.checksum,
                 facts.line_count - (first_line - 1),
                 first_line,
+                facts.holds_empty_string,
             )
         )
     return found
