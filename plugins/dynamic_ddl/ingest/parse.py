@@ -191,7 +191,8 @@ def empty_strings_as_text(
     read as `" "` (a string like any other), all-null keys dropped (see
     `_merged` for how the two inferences meet). Lines with the key `""` are
     left out: they are quarantined, and `" "` could repeat a key there. One
-    pass over the text when no line holds `""`. The lines go to `scratch` (a
+    pass over the text when no line holds `""` (the caller skips it when the
+    ledger's read of the files found no `""`). The lines go to `scratch` (a
     folder the caller owns and removes).
     """
     with case_sensitive(spark) as session:
