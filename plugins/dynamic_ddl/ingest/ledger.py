@@ -140,7 +140,8 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
             digest.update(chunk)
             text = chunk if unzip is None else unzip.feed(chunk)
             if text:
-                empty = empty or b'""' in last + text  # a `""` may straddle two chunks
+                # A `""` may straddle two chunks.
+                empty = empty or b'""' in text or (last == b'"' and text[:1] == b'"')
                 count += count_line_ends(text, after_cr=last == b"\r")
                 last = text[-1:]
                 first_bytes, total = (first_bytes + text)[: len(BOM)], total + len(text)

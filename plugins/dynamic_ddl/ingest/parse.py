@@ -58,7 +58,13 @@ from pyspark.sql.types import (
 )
 
 from dynamic_ddl.ingest.inbox_links import by_position
-from dynamic_ddl.schema.flatten import deeper_than, positional_type, with_leaf_types
+from dynamic_ddl.schema.flatten import (
+    deeper_than,
+    holds_struct,
+    objects_in_array,
+    positional_type,
+    with_leaf_types,
+)
 from dynamic_ddl.schema.naming import JsonPath
 
 CORRUPT_RECORD = "_corrupt_record"
@@ -245,11 +251,11 @@ def _merged(kept: DataType, seen: DataType, in_element: bool) -> DataType:
         ]
         return StructType(fields + added)
     if isinstance(kept, ArrayType) and isinstance(seen, ArrayType):
-        if _objects_in_array(kept) and _objects_in_array(seen) and not in_element:
+        if objects_in_array(kept) and objects_in_array(seen) and not in_element:
             element = _merged(kept.elementType, seen.elementType, True)  # a child table's
             return ArrayType(element, True)
         merged = ArrayType(_merged(kept.elementType, seen.elementType, True), True)
-        if _holds_objects(kept) and merged != kept:
+        if holds_struct(kept) and merged != kept:
             return StringType()  # JSON text: as sent, rather than changed inside
         return merged
     if isinstance(seen, StringType):
@@ -257,26 +263,16 @@ def _merged(kept: DataType, seen: DataType, in_element: bool) -> DataType:
     return kept
 
 
-def _objects_in_array(data_type: DataType) -> bool:
-    return isinstance(data_type, ArrayType) and isinstance(data_type.elementType, StructType)
-
-
 def _rewritable(data_type: DataType, in_element: bool) -> bool:
     """Whether every leaf below is a column value (not inside JSON text: arrays of objects
     below the elements of an array of objects, arrays of arrays of objects)."""
     if isinstance(data_type, StructType):
         return all(_rewritable(f.dataType, in_element) for f in data_type.fields)
-    if _objects_in_array(data_type):
+    if objects_in_array(data_type):
         return not in_element and _rewritable(data_type.elementType, True)  # type: ignore[attr-defined]
     if isinstance(data_type, ArrayType):  # of scalars, or of arrays: no objects below
-        return not _holds_objects(data_type.elementType)
+        return not holds_struct(data_type.elementType)
     return True
-
-
-def _holds_objects(data_type: DataType) -> bool:
-    if isinstance(data_type, ArrayType):
-        return _holds_objects(data_type.elementType)
-    return isinstance(data_type, StructType)
 
 
 def parse_schema(inferred: StructType, known: dict[JsonPath, DataType]) -> StructType:

@@ -20,7 +20,7 @@ from pyspark.sql.types import ArrayType, DataType, StringType, StructType
 from dynamic_ddl.ingest.parse import LINE_NUMBER, RECORD, REJECT_REASON
 from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.schema.exact import exact_value, fits, misfit_text, text_column
-from dynamic_ddl.schema.flatten import ChildArray, Leaf, field_at, split_schema
+from dynamic_ddl.schema.flatten import ChildArray, Leaf, field_at, holds_struct, split_schema
 from dynamic_ddl.schema.modes import NO_ROUTES, Routes
 from dynamic_ddl.schema.naming import ELEMENT_KEY, JsonPath, display_path
 from dynamic_ddl.schema.registry import SchemaPlan, spark_type
@@ -46,12 +46,6 @@ class BatchContext:
     ingested_at: datetime
 
 
-def _holds_struct(data_type: DataType) -> bool:
-    if isinstance(data_type, StructType):
-        return True
-    return isinstance(data_type, ArrayType) and _holds_struct(data_type.elementType)
-
-
 def table_leaves(schema: StructType) -> tuple[list[Leaf], list[ChildArray]]:
     """Leaves that get columns, and the arrays of objects that get child tables.
 
@@ -60,7 +54,7 @@ def table_leaves(schema: StructType) -> tuple[list[Leaf], list[ChildArray]]:
     """
     leaves, children = split_schema(schema)
     kept = [
-        Leaf(leaf.path, StringType(), leaf.ordinals) if _holds_struct(leaf.data_type) else leaf
+        Leaf(leaf.path, StringType(), leaf.ordinals) if holds_struct(leaf.data_type) else leaf
         for leaf in leaves
     ]
     return kept, children
@@ -83,7 +77,7 @@ def leaf_value(record: Column, leaf: Leaf, source: DataType) -> Column:
     """The leaf's value from a positional struct; nested structures as JSON text."""
     value = field_at(record, leaf.ordinals)
     source_type = type_at(source, leaf.ordinals)
-    if isinstance(leaf.data_type, StringType) and _holds_struct(source_type):
+    if isinstance(leaf.data_type, StringType) and holds_struct(source_type):
         return _as_text(value, source_type)
     return value
 

@@ -44,6 +44,18 @@ class ChildArray:
     ordinals: Ordinals = ()
 
 
+def objects_in_array(data_type: DataType) -> bool:
+    """Whether the type is an array of objects (a child table, or JSON text below one)."""
+    return isinstance(data_type, ArrayType) and isinstance(data_type.elementType, StructType)
+
+
+def holds_struct(data_type: DataType) -> bool:
+    """Whether the type is an object, or arrays (of arrays ...) of objects."""
+    if isinstance(data_type, ArrayType):
+        return holds_struct(data_type.elementType)
+    return isinstance(data_type, StructType)
+
+
 def split_schema(
     schema: StructType, prefix: JsonPath = (), ordinals: Ordinals = ()
 ) -> tuple[list[Leaf], list[ChildArray]]:
@@ -65,7 +77,7 @@ def split_schema(
             nested_leaves, nested_children = split_schema(data_type, path, position)
             leaves.extend(nested_leaves)
             children.extend(nested_children)
-        elif isinstance(data_type, ArrayType) and isinstance(data_type.elementType, StructType):
+        elif objects_in_array(data_type):
             children.append(ChildArray(path, data_type.elementType, position))
         else:
             leaves.append(Leaf(path, data_type, position))
@@ -118,7 +130,7 @@ def with_leaf_types(schema: StructType, types: dict[JsonPath, DataType]) -> Stru
                     for f in data_type.fields
                 ]
             )
-        if isinstance(data_type, ArrayType) and isinstance(data_type.elementType, StructType):
+        if objects_in_array(data_type):
             return ArrayType(retype(data_type.elementType, (*path, ELEMENT_KEY)), True)
         return data_type
 
