@@ -29,6 +29,7 @@ from dynamic_ddl.sql_text import location_clause
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
+from dynamic_ddl.upsert.snapshots import changes_sql, stored_columns
 from dynamic_ddl.upsert.spec import UpsertSpec
 
 # `extra` discards what would change its schema: batch 2's value there is quarantined.
@@ -297,6 +298,45 @@ def _stale_lock(spark, schema, inbox):
     )
 
 
+# What the snapshot materialization commits: dbt's snapshot rows, keyed by dbt_scd_id.
+SNAPSHOT = {"unique_key": ("dbt_scd_id",), "ordering_field": "dbt_updated_at"}
+SNAPSHOT_COLUMNS = "id, day, state, dbt_scd_id, dbt_updated_at, dbt_valid_from, dbt_valid_to"
+
+
+def _snapshotted_once(spark, schema, inbox):
+    """A snapshot (partitioned by day, which never changes for a key) of a and b, then
+    dbt's staging rows of a run that closes a (changed) and b (deleted), and inserts a's
+    new version and c."""
+    t1, t2 = "timestamp'2026-11-01 00:00:00'", "timestamp'2026-11-02 00:00:00'"
+    spark.sql(
+        f"create or replace temporary view first_rows ({SNAPSHOT_COLUMNS}) as values"
+        f" ('a', 'd1', 'on', 'a1', {t1}, {t1}, cast(null as timestamp)),"
+        f" ('b', 'd2', 'on', 'b1', {t1}, {t1}, cast(null as timestamp))"
+    )
+    upsert(_sql(spark), _snapshot_spec(schema), "first_rows")
+    spark.sql(
+        f"create or replace temporary view staging (dbt_change_type, {SNAPSHOT_COLUMNS}) as"
+        f" values ('update', 'a', 'd1', 'off', 'a1', {t2}, {t2}, {t2}),"
+        f" ('insert', 'a', 'd1', 'off', 'a2', {t2}, {t2}, cast(null as timestamp)),"
+        f" ('delete', 'b', 'd2', 'on', 'b1', {t2}, {t2}, {t2}),"
+        f" ('insert', 'c', 'd3', 'on', 'c1', {t2}, {t2}, cast(null as timestamp))"
+    )
+
+
+def _snapshot_spec(schema: str) -> UpsertSpec:
+    return UpsertSpec(f"{schema}.target", partition_by=("day",), **SNAPSHOT)
+
+
+def _snapshot_commit(spark, schema, inbox):
+    """A snapshot run's commit, as the materialization makes it: its rows are computed
+    from the staging rows and the table as it is now (the rerun's too)."""
+    target = spark.table(f"{schema}.target")
+    columns = stored_columns([(f.name, f.dataType.simpleString()) for f in target.schema])
+    rows = changes_sql(f"{schema}.target", "staging", columns, spark.table("staging").columns)
+    spark.sql(f"create or replace temporary view snapshot_rows as {rows}")
+    upsert(_sql(spark), _snapshot_spec(schema), "snapshot_rows")
+
+
 def _partitions_whole(spark, schema: str, before: dict, after: dict) -> None:
     """Each partition a reader sees holds its rows before the run or after it, whole."""
     if not spark.catalog.tableExists(f"{schema}.target"):
@@ -395,6 +435,10 @@ SCENARIOS = [
     Scenario("replace_commit", _replaced_once, _replace, _partitions_whole, ("upsert.",)),
     # A global key: rows leave the partitions they moved from (its own reads, same steps).
     Scenario("moving_commit", _moved_once, _moving_commit, _partitions_whole, ("upsert.",)),
+    # A snapshot run: dbt's staging rows, closed and new rows committed by the same steps.
+    Scenario(
+        "snapshot_commit", _snapshotted_once, _snapshot_commit, _partitions_whole, ("upsert.",)
+    ),
     Scenario("rollback", _committed_twice, _rollback, _partitions_whole, ("rollback.",)),
     Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
     Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),

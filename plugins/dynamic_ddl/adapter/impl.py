@@ -176,6 +176,27 @@ class DynamicSparkAdapter(SparkAdapter):
         }
 
     @available
+    def snapshot_changes_sql(
+        self, target: Any, staging: Any, names: dict[str, str], valid_to_current: str | None
+    ) -> str:
+        """The rows a snapshot run changes in `target` (closed and new ones), from dbt's
+        staging relation, to commit as an upsert by `dbt_scd_id` (upsert/snapshots.py)."""
+        from dynamic_ddl.upsert.snapshots import SnapshotColumns, changes_sql, stored_columns
+
+        columns = stored_columns(
+            [(c.name, c.data_type) for c in self.get_columns_in_relation(target)]
+        )
+        staged = [c.name for c in self.get_columns_in_relation(staging)]
+        return changes_sql(
+            str(target),
+            str(staging),
+            columns,
+            staged,
+            SnapshotColumns(names["dbt_scd_id"], names["dbt_updated_at"], names["dbt_valid_to"]),
+            valid_to_current,
+        )
+
+    @available
     def rollback_upsert(self, target: Any) -> str:
         """Restore the partitions the target's last commit changed; the commit's id."""
         from dynamic_ddl.upsert.protocol import UpsertError, rollback_last_commit
