@@ -73,7 +73,7 @@ soak: setup ## Two whole dbt builds at once on one Thrift server, OVERLAP_RUNS=5
 		tests/test_project.py -k two_builds_at_once
 
 # Every SQL file we write: models, macros, data tests, the adapter's materializations.
-SQL_PATHS := models macros tests/data_tests plugins/dynamic_ddl/adapter/dynamic_spark/macros
+SQL_PATHS := models macros snapshots tests/data_tests plugins/dynamic_ddl/adapter/dynamic_spark/macros
 SQLFLUFF_FLAGS ?=
 # --processes 0: one linter process per core (files lint independently).
 lint-sql: setup ## sqlfluff only; CI adds SQLFLUFF_FLAGS="--format github-annotation-native"

@@ -1,5 +1,6 @@
 """The sqlfluff gate skips nothing: a file that fails to template fails the lint, a
-large generated file is linted, and the adapter's materializations template."""
+large generated file is linted, and the adapter's materializations and the project's
+snapshots template."""
 
 from __future__ import annotations
 
@@ -65,5 +66,22 @@ def test_the_adapter_materializations_template_and_lint_clean():
     """Plain Jinja rejects {% materialization %}; the dbt_jinja templater parses it."""
     folder = "plugins/dynamic_ddl/adapter/dynamic_spark/macros/materializations"
     code, found = lint(folder)
-    assert set(found) == {"incremental.sql", "raw_ingest.sql", "table.sql", "upsert.sql"}
+    assert set(found) == {
+        "incremental.sql",
+        "raw_ingest.sql",
+        "snapshot.sql",
+        "table.sql",
+        "upsert.sql",
+    }
     assert code == 0, found
+
+
+def test_a_snapshot_block_is_linted_as_its_query(lint_dir):
+    """Plain Jinja rejects {% snapshot %}; its query is linted as a model's is."""
+    (lint_dir / "snp_bad.sql").write_text(
+        "{% snapshot snp_bad %}\n{{ config(unique_key='id') }}\n"
+        "SELECT id from {{ ref('seed') }}\n{% endsnapshot %}\n"
+    )
+    code, found = lint(lint_dir, "snapshots")
+    assert code == 1 and "CP01" in found["snp_bad.sql"]
+    assert found["snp_device_firmware.sql"] == []

@@ -274,6 +274,24 @@ def test_second_batch_flows_through_incrementally(
         landed = spark.table("engines.lnd_device_state").select("serial")
         assert newest.exceptAll(landed).count() == 0 and landed.exceptAll(newest).count() == 0
 
+        # The firmware history (a snapshot on Parquet) follows landing: each device there
+        # has one open row, with its firmware now; a device that left has none; a patch
+        # release of batch 2 closed the row of the firmware before it, when it came.
+        _refresh(spark, "engines.snp_device_firmware")
+        history = spark.table("engines.snp_device_firmware")
+        running = history.where("dbt_valid_to is null").select("serial", "firmware")
+        current = spark.table("engines.lnd_device_state").selectExpr(
+            "serial", "state_firmware as firmware"
+        )
+        assert running.exceptAll(current).count() == 0 and current.exceptAll(running).count() == 0
+        upgrades = spark.sql(
+            "select count(*) from engines.snp_device_firmware before"
+            " join engines.snp_device_firmware after on before.serial = after.serial"
+            " and before.dbt_valid_to = after.dbt_valid_from"
+            " where before.firmware <> after.firmware and after.dbt_valid_to is null"
+        ).first()[0]
+        assert upgrades > 0
+
         # Only the days with events batch 2 changed (its run's commit) were rewritten ...
         touched = {
             row[0]
@@ -540,6 +558,9 @@ def test_manifest_lineage_runs_raw_python_models_to_landing_to_production(embedd
     assert from_the_fleet >= 6
     assert "model.dynamic_ddl.raw_app_attributes" in parents["model.dynamic_ddl.lnd_app_attributes"]
     assert "model.dynamic_ddl.lnd_app_attributes" in parents["model.dynamic_ddl.dim_users"]
+    # The firmware history is a snapshot of landing, on the lineage graph with it.
+    snapshot = "snapshot.dynamic_ddl.snp_device_firmware"
+    assert parents[snapshot] == ["model.dynamic_ddl.lnd_device_state"]
 
 
 DOCS_SCREENSHOTS = PROJECT_ROOT / "test-artifacts" / "docs-site"

@@ -275,6 +275,21 @@ def app_attribute_records(
     ]
 
 
+def firmware_in_batch(device: Device, batch: int) -> str:
+    """The firmware a device reports in a batch: from batch 2 on, about a quarter of the
+    fleet has installed a patch release (1.8.0 -> 1.8.1), for a firmware history to keep.
+    Its own random stream, so every other value of the sample stays as it was.
+
+    Example:
+        >>> firmware_in_batch(Device("SN1", "AC10", "1.8.0", "US", 1, "", "", "", ""), 1)
+        '1.8.0'
+    """
+    if batch < 2 or random.Random(f"{device.serial}-firmware").random() >= 0.25:
+        return device.firmware
+    head, _, patch = device.firmware.rpartition(".")
+    return f"{head}.{int(patch) + 1}" if head and patch.isdigit() else f"{device.firmware}.1"
+
+
 def device_state_record(rng: random.Random, device: Device, moment: datetime, batch: int) -> dict:
     """A state snapshot keyed by serial; `updated_at` orders updates, which may arrive late."""
     record = {
@@ -282,7 +297,7 @@ def device_state_record(rng: random.Random, device: Device, moment: datetime, ba
         "state": {
             "battery_pct": rng.randint(0, 100),
             "storage_free_mb": rng.randint(0, 256_000),
-            "firmware": device.firmware,
+            "firmware": firmware_in_batch(device, batch),
             "mode": rng.choice(["video", "photo", "idle"]),
         },
         "updated_at": _iso(moment),

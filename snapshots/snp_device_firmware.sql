@@ -1,0 +1,33 @@
+{#
+    Which firmware each device ran, and from when to when: a row per firmware
+    a device reported, valid from the state that first reported it
+    (updated_at) until the state that reported the next one. A device
+    decommissioned (its row leaves lnd_device_state) has its last row closed.
+
+    Which firmware did a device run on a given day:
+        select firmware from {{ ref('snp_device_firmware') }}
+        where serial = 'SN00A1B2C3D4'
+            and timestamp'2026-11-02' >= dbt_valid_from
+            and (timestamp'2026-11-02' < dbt_valid_to or dbt_valid_to is null)
+
+    A Parquet table, committed like an upsert (the adapter's snapshot
+    materialization): `rollback_last_commit` undoes the last snapshot run.
+#}
+{% snapshot snp_device_firmware %}
+
+    {{ config(
+        unique_key='serial',
+        strategy='check',
+        check_cols=['firmware'],
+        updated_at='updated_at',
+        hard_deletes='invalidate'
+    ) }}
+
+    select
+        device_state.serial,
+        device_state.state_firmware as firmware,
+        device_state.updated_at
+
+    from {{ ref('lnd_device_state') }} as device_state
+
+{% endsnapshot %}
