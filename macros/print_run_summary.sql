@@ -1,6 +1,8 @@
 {#
-    Print a compact summary of the run (on-run-end hook): tables and rows
-    per layer, the columns raw ingestion discovered this run, the lines it
+    Print a compact summary of the run (on-run-end hook): tables, rows, data
+    files and partitions per layer (snapshots are a layer of their own; many
+    files or partitions for few rows are what compaction is for), the
+    columns raw ingestion discovered this run, the lines it
     quarantined, the values it kept outside their column (as text in
     `__text`, in `_overflow`, or quarantined by `discard_value`), and the
     rows whose event time it could not read. Off unless `--vars '{print_summary: true}'` (make run
@@ -19,24 +21,30 @@
     {%- if execute and var('print_summary', false) -%}
         {%- set layers = {} -%}
         {%- for result in results
-            if result.node.resource_type in ['model', 'seed'] and result.status == 'success' -%}
+            if result.node.resource_type in ['model', 'seed', 'snapshot'] and result.status == 'success' -%}
             {%- set relation = adapter.get_relation(
                 database=result.node.database,
                 schema=result.node.schema,
                 identifier=result.node.alias
             ) -%}
-            {%- if relation is not none -%}
-                {%- set row_count = run_query('select count(*) from ' ~ relation).columns[0].values()[0] -%}
-                {%- set layer = result.node.fqn[1] if result.node.fqn | length > 2 else 'seeds' -%}
-                {%- do layers.setdefault(layer, []).append((relation.identifier, row_count)) -%}
-                {%- do log('  ' ~ relation ~ ': ' ~ row_count ~ ' rows') -%}
+            {%- if relation is not none and not relation.is_view -%}
+                {%- set layout = adapter.table_layout(relation) -%}
+                {%- if result.node.resource_type == 'snapshot' -%}
+                    {%- set layer = 'snapshots' -%}
+                {%- else -%}
+                    {%- set layer = result.node.fqn[1] if result.node.fqn | length > 2 else 'seeds' -%}
+                {%- endif -%}
+                {%- do layers.setdefault(layer, []).append(layout) -%}
+                {%- do log('  ' ~ relation ~ ': ' ~ layout) -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- set order = ['seeds', 'raw', 'landing', 'production'] -%}
+        {%- set order = ['seeds', 'raw', 'landing', 'snapshots', 'production'] -%}
         {%- set lines = ['Run summary (schema ' ~ target.schema ~ '):'] -%}
         {%- for layer in order + (layers.keys() | reject('in', order) | sort) if layer in layers -%}
-            {%- set total = layers[layer] | map(attribute=1) | sum -%}
-            {%- do lines.append('  {:<11} {:>3} tables {:>12,} rows'.format(layer, layers[layer] | length, total)) -%}
+            {%- set tables = layers[layer] -%}
+            {%- do lines.append('  {:<11} {:>3} tables {:>12,} rows {:>8,} files {:>7,} partitions'.format(
+                layer, tables | length, tables | sum(attribute='rows'),
+                tables | sum(attribute='files'), tables | sum(attribute='partitions'))) -%}
         {%- endfor -%}
         {%- do lines.extend(dynamic_ddl.ingestion_summary_lines(target.schema)) -%}
         {%- do log(lines | join('\n'), info=True) -%}

@@ -449,15 +449,20 @@ def embedded_second_batch(tmp_path_factory, cli_env, inbox, session_build) -> di
 
 def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_second_batch):
     """Batch 2 on the embedded session too (make run's path: a 1 GiB driver, two models at
-    once), with make run's summary: rows per layer, new columns, quarantined lines and
-    values kept outside their columns."""
+    once), with make run's summary: rows, files and partitions per layer, new columns,
+    quarantined lines and values kept outside their columns."""
     stdout = embedded_second_batch["stdout"]
     summary = stdout[stdout.index("Run summary (schema analytics):") :]
-    layers = dict(
-        re.findall(r"^\s+(raw|landing|production)\s+\d+ tables\s+([\d,]+) rows", summary, re.M)
-    )
-    assert set(layers) == {"raw", "landing", "production"}
-    assert all(int(rows.replace(",", "")) > 0 for rows in layers.values())
+    counts = r"^\s+(\w+)\s+\d+ tables\s+([\d,]+) rows\s+([\d,]+) files\s+([\d,]+) partitions"
+    layers = {
+        layer: [int(n.replace(",", "")) for n in numbers]
+        for layer, *numbers in re.findall(counts, summary, re.M)
+    }
+    assert set(layers) == {"seeds", "raw", "landing", "snapshots", "production"}
+    assert all(rows > 0 and files > 0 for rows, files, _ in layers.values())
+    # Raw is partitioned by day and batch: two batches, so more partitions than topics.
+    raw_rows, raw_files, raw_partitions = layers["raw"]
+    assert raw_files >= raw_partitions > 3
     discovered = re.search(r"columns discovered this run: (\d+) \((.*)\)", summary)
     assert discovered and int(discovered[1]) > 0 and "raw_device_events" in discovered[2]
     quarantined = re.search(r"lines quarantined this run: (\d+) \(", summary)

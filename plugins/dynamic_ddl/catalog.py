@@ -97,6 +97,18 @@ def partition_columns(sql: Sql, table: str) -> list[str]:
     return [name for name in after if name and not name.startswith("#")]
 
 
+def table_layout(sql: Sql, table: str) -> dict[str, int]:
+    """A table's rows, data files and partitions (0 when unpartitioned): many files per
+    partition, or many partitions of few rows, are what compaction is for. Reads file
+    metadata and row counts only (`_metadata.file_path`), no column."""
+    rows, files = sql(
+        f"select count(*), count(distinct _metadata.file_path) from {quoted_table(table)}"
+    )[0]
+    partitioned = bool(partition_columns(sql, table))
+    partitions = len(sql(f"show partitions {quoted_table(table)}")) if partitioned else 0
+    return {"rows": int(rows), "files": int(files), "partitions": partitions}
+
+
 def table_location(sql: Sql, table: str) -> str:
     """Where a table's files are, as the catalog reports it (no trailing slash)."""
     rows = sql(f"describe table extended {quoted_table(table)}")

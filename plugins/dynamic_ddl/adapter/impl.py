@@ -197,6 +197,13 @@ class DynamicSparkAdapter(SparkAdapter):
         )
 
     @available
+    def table_layout(self, relation: Any) -> dict[str, int]:
+        """A table's rows, data files and partitions, for the run summary (catalog.py)."""
+        from dynamic_ddl.catalog import table_layout
+
+        return table_layout(self._fetch_rows, _table_name(relation))
+
+    @available
     def rollback_upsert(self, target: Any) -> str:
         """Restore the partitions the target's last commit changed; the commit's id."""
         from dynamic_ddl.upsert.protocol import UpsertError, rollback_last_commit
