@@ -28,6 +28,7 @@ from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
 from dynamic_ddl.sql_text import location_clause
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
+from dynamic_ddl.upsert.history import rollback_to, savepoint
 from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
 from dynamic_ddl.upsert.snapshots import changes_sql, stored_columns
 from dynamic_ddl.upsert.spec import UpsertSpec
@@ -260,6 +261,21 @@ def _rollback(spark, schema, inbox):
         rollback_last_commit(_sql(spark), spec)
 
 
+def _rollback_to_first(spark, schema, inbox):
+    """Restore the table as it was after its first commit, as an operator does."""
+    spec = UpsertSpec.of_table(spark_sql(spark), f"{schema}.target")
+    first = read_log(spark_sql(spark), spec).history[0].commit_id
+    rollback_to(_sql(spark), spec, first)
+
+
+def _savepoint_first(spark, schema, inbox):
+    """Pin the first commit, as an operator does."""
+    spec = UpsertSpec.of_table(spark_sql(spark), f"{schema}.target")
+    first = read_log(spark_sql(spark), spec).history[0].commit_id
+    savepoint(_sql(spark), spec, first)
+    assert first in read_log(spark_sql(spark), spec).savepoints
+
+
 def _committed_twice(spark, schema, inbox):
     _two_commits(spark, schema, inbox)
     _second_commit(spark, schema, inbox)
@@ -440,6 +456,15 @@ SCENARIOS = [
         "snapshot_commit", _snapshotted_once, _snapshot_commit, _partitions_whole, ("upsert.",)
     ),
     Scenario("rollback", _committed_twice, _rollback, _partitions_whole, ("rollback.",)),
+    # A restore is a commit of its own: its steps, each partition move and log line.
+    Scenario(
+        "rollback_to",
+        _committed_twice,
+        _rollback_to_first,
+        _partitions_whole,
+        ("rollback_to.", "upsert.", "sql: alter", "sql: insert"),
+    ),
+    Scenario("savepoint", _committed_twice, _savepoint_first, _partitions_whole, ("savepoint.",)),
     Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
     Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),
     Scenario("log_compaction", _two_commits, _compacting_commit, _partitions_whole, ("compact.",)),

@@ -101,8 +101,7 @@ def partitions_predicate(columns: Sequence[str], paths: Sequence[str], qualifier
         >>> partitions_predicate(["day"], ["day=2026-11-01", "day=__HIVE_DEFAULT_PARTITION__"])
         "(`day` in ('2026-11-01') or `day` is null)"
     """
-    rows = [tuple(None if v == NULL_PARTITION else v for v in path_values(path)) for path in paths]
-    return rows_predicate(columns, rows, qualifier)
+    return rows_predicate(columns, [path_row(path) for path in paths], qualifier)
 
 
 def rows_predicate(
@@ -168,6 +167,16 @@ def path_values(path: str) -> list[str]:
         ['2026-11-01', 'a/b']
     """
     return [unquote(part.split("=", 1)[1]) for part in path.split("/") if part]
+
+
+def path_row(path: str) -> tuple[str | None, ...]:
+    """The partition values in a path as a row for rows_predicate (NULL_PARTITION: None).
+
+    Example:
+        >>> path_row("day=__HIVE_DEFAULT_PARTITION__/kind=a%2Fb")
+        (None, 'a/b')
+    """
+    return tuple(None if v == NULL_PARTITION else v for v in path_values(path))
 
 
 def unescape_path(text: str) -> str:

@@ -1,8 +1,11 @@
 """Both faces of the upsert through dbt: a Python model and a SQL model with the
 `upsert` strategy give the same table; `changed_since` pulls only changed rows;
-`rollback_last_commit` undoes the last batch."""
+`as_of` reads a table as of a kept commit, `rollback_to` restores it, and
+`rollback_last_commit` undoes the last commit."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from dbt.tests.util import run_dbt
@@ -108,8 +111,19 @@ class UpsertModelsSuite:
         )
         assert [tuple(r) for r in pulled] == [("a", "off"), ("a", "on"), ("b", "on"), ("c", "on")]
 
+        # The table as of its first commit (b's row is still that commit's): read, restored.
+        first_batch = [("a", "on", 1), ("b", "on", 1), ("c", "on", 1)]
+        table = f"{project.test_schema}.lnd_sql"
+        first = project.run_sql(f"select min(_commit_id) from {table}", fetch="one")[0]
+        then = "{{ as_of(ref('lnd_sql'), '" + first + "') }}"
+        shown = run_dbt(["show", "--inline", f"select device, state, log_ts from {then} as t"])
+        assert sorted(tuple(row) for row in shown[0].agate_table.rows) == first_batch
+        restore = json.dumps({"model": "lnd_sql", "at": first})
+        run_dbt(["run-operation", "rollback_to", "--args", restore])
+        assert self._rows(project, "lnd_sql") == first_batch
+        # A restore is a commit: rollback_last_commit undoes it.
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: lnd_sql}"])
-        assert self._rows(project, "lnd_sql") == [("a", "on", 1), ("b", "on", 1), ("c", "on", 1)]
+        assert self._rows(project, "lnd_sql") == expected
 
 
 class TestUpsertModelsSession(UpsertModelsSuite):

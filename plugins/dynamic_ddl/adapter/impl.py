@@ -214,6 +214,42 @@ class DynamicSparkAdapter(SparkAdapter):
             raise CompilationError(str(error)) from None
 
     @available
+    def upsert_as_of(self, relation: Any, at: str) -> str:
+        """A subquery of an upsert table's rows right after the kept commit `at` names (a
+        commit id, or a UTC time: the newest commit at or before it; upsert/history.py)."""
+        from dynamic_ddl.upsert.history import as_of_sql
+        from dynamic_ddl.upsert.spec import UpsertError
+
+        try:
+            return as_of_sql(self._fetch_rows, self._existing_upsert(relation), str(at))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
+
+    @available
+    def rollback_upsert_to(self, relation: Any, at: str) -> str | None:
+        """Restore an upsert table as it was right after the kept commit `at` names, by a
+        new commit; its id (None: the table is so already)."""
+        from dynamic_ddl.upsert.history import rollback_to
+        from dynamic_ddl.upsert.spec import UpsertError
+
+        try:
+            return rollback_to(self._fetch_rows, self._existing_upsert(relation), str(at))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
+
+    @available
+    def upsert_savepoint(self, relation: Any, at: str, release: bool = False) -> str:
+        """Pin the kept commit `at` names (or, with `release`, unpin it); its id."""
+        from dynamic_ddl.upsert.history import release_savepoint, savepoint
+        from dynamic_ddl.upsert.spec import UpsertError
+
+        operation = release_savepoint if release else savepoint
+        try:
+            return operation(self._fetch_rows, self._existing_upsert(relation), str(at))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
+
+    @available
     def last_commit_id(self, relation: Any) -> str | None:
         """The newest commit of an upsert table whose rows are all visible, if any."""
         from dynamic_ddl.upsert.commit_log import last_commit_id
@@ -455,6 +491,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             partial_updates=bool(options.get("partial_updates")),
             tombstone_days=DEFAULT_TOMBSTONE_DAYS if days is None else days,
             global_key=bool(options.get("global_key")),
+            keep_commits=1 if options.get("keep_commits") is None else options["keep_commits"],
         )
         spec.validate()
         return spec

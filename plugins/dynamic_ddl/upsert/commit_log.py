@@ -1,8 +1,9 @@
 """The commit log as a table: one per schema, a partition per upsert table.
 
 Entries are appended (see commits.py for what they say); once a table's log
-holds COMPACT_AFTER lines, it is compacted into a checkpoint and the last
-commit, so reading it costs the same after ten commits or ten thousand.
+holds COMPACT_AFTER lines (plus the commits it keeps), it is compacted into a
+checkpoint and the commits the table keeps (keep_commits), so reading it
+costs the same after ten commits or ten thousand.
 """
 
 from __future__ import annotations
@@ -89,15 +90,16 @@ def write_log(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> None:
         )
 
 
-def compact_log(sql: Sql, spec: UpsertSpec, state: TableState) -> None:
-    """Replace the target's log by the few entries that replay to `state`.
+def compact_log(sql: Sql, spec: UpsertSpec, state: TableState, keep: int = 1) -> None:
+    """Replace the target's log by the few entries that replay to `state` and its last
+    `keep` commits.
 
     The entries are written to a new folder, then the log partition is
     pointed at it: one metastore update, so a reader replays the old log or
     the new one, the same state either way. The old folder's files are left
     (a few KB per compaction), as no reader can be sure to be done with them.
     """
-    entries = compacted(state)
+    entries = compacted(state, keep)
     folder = partition_path(["table_name"], [spec.table_name])
     location = (
         f"{table_location(sql, spec.log)}/_compacted/{folder}/{entries[-1].commit_id}"

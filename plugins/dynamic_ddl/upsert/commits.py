@@ -22,6 +22,10 @@ PENDING = "pending"
 COMMITTED = "committed"
 ROLLING_BACK = "rolling_back"  # a rollback logged before any partition moves back
 ROLLED_BACK = "rolled_back"
+# A commit pinned: kept whatever keep_commits says (the line holds every partition's
+# version after it), until a `released` line for it; lines counted, not ordered.
+SAVEPOINT = "savepoint"
+RELEASED = "released"
 COMMIT_ID_FORMAT = "%Y%m%d%H%M%S%f"  # sorts as text in time order
 
 
@@ -59,17 +63,29 @@ class TableState:
     pending: LogEntry | None = None
     last_commit_id: str | None = None
     entries: int = field(default=0, compare=False)  # log lines replayed (compaction reads it)
+    # The commits the log still holds, oldest first, rolled back ones left out: the
+    # table can be read as it was after each (`versions_after`) while its files are kept.
+    history: tuple[LogEntry, ...] = field(default=(), compare=False)
+    # Pinned commits (savepoints): commit id -> every partition's version after it.
+    savepoints: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
 
-    def retained(self) -> set[tuple[str, str]]:
+    def retained(self, keep: int = 1) -> set[tuple[str, str]]:
         """(path, version) pairs that must keep their files: current ones, and the
-        previous ones of the last commit (what a rollback returns to)."""
+        previous ones of the last `keep` commits, so the table can be read (`as_of`) or
+        restored as it was after each of its last `keep + 1` commits (1: what
+        rollback_last_commit needs).
+
+        Example:
+            >>> log = [LogEntry(str(i), COMMITTED, (PartitionChange("d=1", prev, str(i)),))
+            ...        for i, prev in ((1, None), (2, "1"), (3, "2"))]
+            >>> sorted(replay(log).retained()), sorted(replay(log).retained(keep=2))
+            ([('d=1', '2'), ('d=1', '3')], [('d=1', '1'), ('d=1', '2'), ('d=1', '3')])
+        """
         kept = set(self.versions.items())
-        if self.last_commit is not None:
-            kept |= {
-                (change.path, change.previous)
-                for change in self.last_commit.changes
-                if change.previous is not None
-            }
+        for commit in self.history[-keep:]:
+            kept |= {(c.path, c.previous) for c in commit.changes if c.previous is not None}
+        for pinned in self.savepoints.values():
+            kept |= set(pinned.items())
         if self.pending is not None:
             kept |= {(c.path, c.current) for c in self.pending.changes if c.current is not None}
         return kept
@@ -89,7 +105,49 @@ def committed(state: TableState, entry: LogEntry) -> TableState:
     _apply(versions, entry.changes, lambda change: change.current)
     done = LogEntry(entry.commit_id, COMMITTED, entry.changes)
     last_id = max(entry.commit_id, state.last_commit_id or "")
-    return TableState(versions, done, None, last_id, state.entries + 2)
+    history = (*state.history, done)
+    return TableState(versions, done, None, last_id, state.entries + 2, history, state.savepoints)
+
+
+def versions_after(state: TableState, commit_id: str) -> dict[str, str]:
+    """Each partition's version right after commit `commit_id` (of its history or a savepoint):
+    the current versions with every later commit undone, newest first.
+
+    Example:
+        >>> log = [LogEntry(str(i), COMMITTED, (PartitionChange(p, prev, str(i)),))
+        ...        for i, p, prev in ((1, "d=1", None), (2, "d=2", None), (3, "d=1", "1"))]
+        >>> versions_after(replay(log), "2"), versions_after(replay(log), "1")
+        ({'d=1': '1', 'd=2': '2'}, {'d=1': '1'})
+    """
+    if commit_id in state.savepoints:
+        return dict(state.savepoints[commit_id])
+    ids = [commit.commit_id for commit in state.history]
+    if commit_id not in ids:
+        raise KeyError(commit_id)
+    versions = dict(state.versions)
+    for commit in reversed(state.history[ids.index(commit_id) + 1 :]):
+        _apply(versions, commit.changes, lambda change: change.previous)
+    return versions
+
+
+def commit_at(state: TableState, when: datetime) -> str | None:
+    """The newest kept commit (of `state.history`, or a savepoint) made at or before `when`
+    (None: none was).
+
+    Example:
+        >>> state = replay([LogEntry("20261101080000000000", COMMITTED),
+        ...                 LogEntry("20261102080000000000", COMMITTED)])
+        >>> commit_at(state, datetime(2026, 11, 1, 12)), commit_at(state, datetime(2026, 10, 1))
+        ('20261101080000000000', None)
+    """
+    made = [c for c in kept_commits(state) if commit_time(c) <= when]
+    return max(made, default=None)
+
+
+def kept_commits(state: TableState) -> list[str]:
+    """The ids of the commits the table can be read as of, oldest first: its history and
+    its savepoints."""
+    return sorted({c.commit_id for c in state.history} | set(state.savepoints))
 
 
 def changed_partitions(state: TableState, since: str) -> list[str]:
@@ -119,17 +177,26 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
         ({'d=1': '1'}, '2')
     """
     order = {CHECKPOINT: 0, PENDING: 1, COMMITTED: 2, ROLLING_BACK: 3, ROLLED_BACK: 4}
+    order |= {SAVEPOINT: 5, RELEASED: 5}
     versions: dict[str, str] = {}
     last_commit: LogEntry | None = None
     pending: LogEntry | None = None
     last_id: str | None = None
+    history: list[LogEntry] = []
+    pins: dict[str, tuple[int, dict[str, str]]] = {}  # savepoint lines less released ones
     count = 0
     for entry in sorted(entries, key=lambda e: (e.commit_id, order[e.action])):
         count += 1
+        if entry.action in (SAVEPOINT, RELEASED):
+            times, pinned = pins.get(entry.commit_id, (0, {}))
+            if entry.action == SAVEPOINT:
+                times, pinned = times + 1, _versions_of(entry.changes)
+            pins[entry.commit_id] = (times - (entry.action == RELEASED), pinned)
+            continue
         last_id = entry.commit_id
         if entry.action == CHECKPOINT:
-            versions = {c.path: c.current for c in entry.changes if c.current is not None}
-            last_commit, pending = None, None
+            versions = _versions_of(entry.changes)
+            last_commit, pending, history = None, None, []
             continue
         if entry.action in (PENDING, ROLLING_BACK):
             pending = entry
@@ -138,36 +205,56 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
         if entry.action == COMMITTED:
             _apply(versions, entry.changes, lambda change: change.current)
             last_commit = entry
+            history.append(entry)
         else:  # rolled back: a commit can be rolled back once, and only the last one
             _apply(versions, entry.changes, lambda change: change.previous)
             last_commit = None
-    return TableState(versions, last_commit, pending, last_id, count)
+            history = [c for c in history if c.commit_id != entry.commit_id]
+    savepoints = {commit: pinned for commit, (times, pinned) in pins.items() if times > 0}
+    return TableState(versions, last_commit, pending, last_id, count, tuple(history), savepoints)
 
 
-def compacted(state: TableState) -> list[LogEntry]:
+def compacted(state: TableState, keep: int = 1) -> list[LogEntry]:
     """Log entries that replay to `state` (one without an unfinished commit): a
-    checkpoint of the versions before the last commit, then that commit.
+    checkpoint of the versions before its last `keep + 1` commits, then those commits
+    (the ones the table can still be read as of: see TableState.retained).
 
     Example:
         >>> log = [LogEntry(str(i), a, (PartitionChange("d=1", prev, str(i)),))
         ...        for i, prev in ((1, None), (2, "1"), (3, "2")) for a in (PENDING, COMMITTED)]
         >>> state = replay(log)
         >>> [(e.commit_id, e.action) for e in compacted(state)]
-        [('3', 'checkpoint'), ('3', 'committed')]
+        [('2', 'checkpoint'), ('2', 'committed'), ('3', 'committed')]
         >>> replay(compacted(state)) == state
+        True
+        >>> replay(compacted(state, keep=2)).history == state.history
         True
     """
     if state.pending is not None:
         raise ValueError("a log with an unfinished commit is not compacted")
-    last = state.last_commit
-    if last is None:
-        return [LogEntry(state.last_commit_id or "", CHECKPOINT, _as_changes(state.versions))]
-    before = dict(state.versions)
-    _apply(before, last.changes, lambda change: change.previous)
-    return [
-        LogEntry(last.commit_id, CHECKPOINT, _as_changes(before)),
-        LogEntry(last.commit_id, COMMITTED, last.changes),
+    pinned = [
+        LogEntry(commit, SAVEPOINT, _as_changes(versions))
+        for commit, versions in sorted(state.savepoints.items())
     ]
+    kept = list(state.history[-(keep + 1) :])
+    if state.last_commit is None:  # the last commit was rolled back: it is no state to keep
+        kept = []
+    if not kept:
+        checkpoint = LogEntry(state.last_commit_id or "", CHECKPOINT, _as_changes(state.versions))
+        return [checkpoint, *pinned]
+    before = dict(state.versions)
+    for commit in reversed(kept):
+        _apply(before, commit.changes, lambda change: change.previous)
+    return [
+        LogEntry(kept[0].commit_id, CHECKPOINT, _as_changes(before)),
+        *(LogEntry(c.commit_id, COMMITTED, c.changes) for c in kept),
+        *pinned,
+    ]
+
+
+def _versions_of(changes: Iterable[PartitionChange]) -> dict[str, str]:
+    """Every partition's version, from a checkpoint's or a savepoint's changes."""
+    return {c.path: c.current for c in changes if c.current is not None}
 
 
 def _as_changes(versions: dict[str, str]) -> tuple[PartitionChange, ...]:

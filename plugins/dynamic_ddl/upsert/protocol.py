@@ -279,8 +279,9 @@ def finish(sql: Sql, spec: UpsertSpec, entry: LogEntry, before: TableState) -> T
     after = committed(before, entry)
     steps.reached("upsert.clean_versions")
     clean_versions(sql, spec, after)
-    if after.entries > commit_log.COMPACT_AFTER:
-        compact_log(sql, spec, after)
+    keep = spec.keep_commits
+    if keep is not None and after.entries > commit_log.COMPACT_AFTER + keep:
+        compact_log(sql, spec, after, keep)
     return after
 
 
@@ -343,12 +344,15 @@ def recover(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> Tabl
 
 
 def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> int:
-    """Drop stored versions no partition reads and no rollback needs; how many were dropped.
+    """Drop stored versions no partition reads and no kept commit needs (keep_commits);
+    how many were dropped (none when the spec does not know what to keep: an operation).
 
     `state` is the table's state when the caller knows it (else the log is read).
     """
+    if spec.keep_commits is None:
+        return 0
     state = state or read_log(sql, spec)
-    retained = state.retained()
+    retained = state.retained(spec.keep_commits)
     if not spec.partition_by:
         retained = {("", version) for _, version in retained}
     stale = []

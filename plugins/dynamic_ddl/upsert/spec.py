@@ -51,11 +51,16 @@ class UpsertSpec:
     # is found there and moved (as Hudi's global index). Costs a read of the key and
     # partition columns of the whole table per commit.
     global_key: bool = False
+    # How many of the newest commits the table keeps the files of, so that it can be
+    # read as it was after each (`as_of`) and rolled back to it (`rollback_to`); 1 keeps
+    # what rollback_last_commit needs. None (an operation that does not know the model's
+    # config): no version is dropped and the log is not compacted.
+    keep_commits: int | None = 1
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
         """The spec of an existing upsert table, enough to roll back, pull or drop it."""
-        return cls(target, partition_by=tuple(partition_columns(sql, target)))
+        return cls(target, partition_by=tuple(partition_columns(sql, target)), keep_commits=None)
 
     def validate(self) -> None:
         """Raise UpsertError, naming the fix, when the config cannot upsert."""
@@ -94,6 +99,12 @@ class UpsertSpec:
             raise UpsertError(
                 f"Upsert into {self.target}: tombstone_days={days!r} must be a whole number"
                 " of days, 0 or more (how long a delete beats older updates arriving late)."
+            )
+        keep = self.keep_commits
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+            raise UpsertError(
+                f"Upsert into {self.target}: keep_commits={keep!r} must be a whole number, 1 or"
+                " more (how many of the newest commits can be read as of, or rolled back to)."
             )
         if self.on_schema_change not in ON_SCHEMA_CHANGE:
             raise UpsertError(

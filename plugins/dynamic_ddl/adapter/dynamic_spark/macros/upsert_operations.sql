@@ -43,12 +43,100 @@
         model: the upsert model's name, required
 #}
 {% macro rollback_last_commit(model) %}
+    {%- set relation = dynamic_spark_model_relation(model) -%}
+    {%- set commit_id = adapter.rollback_upsert(relation) -%}
+    {%- do log('Rolled back commit ' ~ commit_id ~ ' of ' ~ relation ~ '.', info=True) -%}
+{% endmacro %}
+
+
+{#
+    An upsert table (or snapshot) as it was right after one of its kept
+    commits: a subquery over its version store, for a `from` clause. The
+    table keeps its last `keep_commits` commits (model config, default 1).
+
+    Example:
+        select serial, state_firmware
+        from {{ as_of(ref('lnd_device_state'), '2026-11-20 00:00:00') }} as state_then
+
+    Arguments:
+        relation: the upsert table read, required
+        at: a commit id (a `_commit_id` value), or a UTC time: the newest commit
+            made at or before it, required
+#}
+{% macro as_of(relation, at) %}
+    {%- if not execute -%}
+        {{- return(relation) -}}
+    {%- endif -%}
+    {{- return(adapter.upsert_as_of(relation, at)) -}}
+{% endmacro %}
+
+
+{#
+    Point an upsert model's table back at its state right after one of its
+    kept commits (see as_of), by a new commit: partitions made since are
+    dropped, and rollback_last_commit undoes the restore.
+
+    Example:
+        dbt run-operation rollback_to --args '{model: lnd_device_state, at: "2026-11-20 00:00:00"}'
+
+    Arguments:
+        model: the upsert model's name, required
+        at: a commit id or a UTC time, as for as_of, required
+#}
+{% macro rollback_to(model, at) %}
+    {%- set relation = dynamic_spark_model_relation(model) -%}
+    {%- set commit_id = adapter.rollback_upsert_to(relation, at) -%}
+    {%- if commit_id is none -%}
+        {%- do log(relation ~ ' is as it was at ' ~ at ~ ' already: nothing to restore.', info=True) -%}
+    {%- else -%}
+        {%- do log('Restored ' ~ relation ~ ' as of ' ~ at ~ ' by commit ' ~ commit_id ~ '.', info=True) -%}
+    {%- endif -%}
+{% endmacro %}
+
+
+{#-- The table of the model (or snapshot) named `model`; an error naming the fix if none. --#}
+{% macro dynamic_spark_model_relation(model) %}
     {%- set node = graph.nodes.values() | selectattr('name', 'equalto', model) | first -%}
     {%- if node is not defined or node is none -%}
         {%- do exceptions.raise_compiler_error(
             "No model named '" ~ model ~ "'. Pass the model's name, e.g. --args '{model: lnd_device_state}'.") -%}
     {%- endif -%}
-    {%- set relation = api.Relation.create(schema=node.schema, identifier=node.alias, type='table') -%}
-    {%- set commit_id = adapter.rollback_upsert(relation) -%}
-    {%- do log('Rolled back commit ' ~ commit_id ~ ' of ' ~ relation ~ '.', info=True) -%}
+    {{ return(api.Relation.create(schema=node.schema, identifier=node.alias, type='table')) }}
+{% endmacro %}
+
+
+{#
+    Pin a kept commit of an upsert model: its files stay, and the table can
+    be read as of it (as_of) and restored to it (rollback_to), whatever its
+    keep_commits, until release_savepoint.
+
+    Example:
+        dbt run-operation savepoint --args '{model: lnd_device_state, at: "2026-11-20 00:00:00"}'
+
+    Arguments:
+        model: the upsert model's name, required
+        at: a commit id or a UTC time, as for as_of, required
+#}
+{% macro savepoint(model, at) %}
+    {%- set relation = dynamic_spark_model_relation(model) -%}
+    {%- set commit_id = adapter.upsert_savepoint(relation, at) -%}
+    {%- do log('Savepoint on commit ' ~ commit_id ~ ' of ' ~ relation ~ '.', info=True) -%}
+{% endmacro %}
+
+
+{#
+    Unpin a savepoint (see savepoint); the model's next commit drops the
+    files nothing else keeps.
+
+    Example:
+        dbt run-operation release_savepoint --args '{model: lnd_device_state, at: "20261120000000000000"}'
+
+    Arguments:
+        model: the upsert model's name, required
+        at: the savepoint's commit id, or a UTC time (the newest savepoint at or before it), required
+#}
+{% macro release_savepoint(model, at) %}
+    {%- set relation = dynamic_spark_model_relation(model) -%}
+    {%- set commit_id = adapter.upsert_savepoint(relation, at, release=true) -%}
+    {%- do log('Released the savepoint on commit ' ~ commit_id ~ ' of ' ~ relation ~ '.', info=True) -%}
 {% endmacro %}

@@ -130,6 +130,7 @@
         'unique_key': columns.dbt_scd_id,
         'ordering_field': columns.dbt_updated_at,
         'partition_by': config.get('partition_by'),
+        'keep_commits': config.get('keep_commits'),
         'on_schema_change': 'append_new_columns',
     } -%}
     {%- set commit = adapter.upsert_into(rows_relation, target_relation, options) -%}

@@ -27,6 +27,9 @@
             is found there and moved; reads the key and partition columns of
             the whole table per commit (default false: keys are looked up in the
             batch's partitions only)
+        keep_commits: how many of the newest commits keep their files (default 1),
+            so that the table can be read as it was after each (`as_of`) and
+            restored to it (`rollback_to`)
         partial_updates: true when rows carry some of a key's columns (pivoted
             attributes split across batches): per column, the newest row holding
             a value wins; a NULL keeps the stored value
@@ -83,6 +86,7 @@
         'delete_marker': config.get('delete_marker'),
         'tombstone_days': config.get('tombstone_days'),
         'global_key': config.get('global_key'),
+        'keep_commits': config.get('keep_commits'),
         'on_schema_change': config.get('on_schema_change'),
         'incremental_predicates': config.get('predicates') or config.get('incremental_predicates'),
     } -%}

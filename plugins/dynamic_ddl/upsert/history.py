@@ -1,0 +1,152 @@
+"""An upsert table as it was after one of its kept commits: read it (`as_of`), restore it
+(`rollback_to`), or pin it (`savepoint`, `release_savepoint`).
+
+Each partition points at one version in the version store; a commit moves some
+of them. The log replays to every partition's version after each commit it
+still holds (`commits.versions_after`), and the table keeps the files of its
+last `keep_commits` commits (and of the state before the oldest). A read as of
+a commit selects exactly those versions from the store; a restore points the
+table back at them by a commit of its own, so it is logged, recovered after a
+kill and undone by rollback_last_commit like any other.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import Sql, table_columns, table_exists
+from dynamic_ddl.locks import held
+from dynamic_ddl.sql_text import path_row, quoted_identifier, rows_predicate, unescape_path
+from dynamic_ddl.upsert.commit_log import read_log, write_log
+from dynamic_ddl.upsert.commits import (
+    COMMIT_ID_FORMAT,
+    PENDING,
+    RELEASED,
+    SAVEPOINT,
+    LogEntry,
+    PartitionChange,
+    TableState,
+    commit_at,
+    kept_commits,
+    next_commit_id,
+    versions_after,
+)
+from dynamic_ddl.upsert.protocol import finish, recover
+from dynamic_ddl.upsert.spec import VERSION, UpsertError, UpsertSpec
+
+
+def commit_of(state: TableState, at: str, target: str) -> str:
+    """The kept commit `at` names: a commit id, or the newest commit made at or before a
+    UTC time (`2026-11-20 00:00:00`, ISO 8601 too; a time with a zone is converted).
+
+    Example:
+        >>> from dynamic_ddl.upsert.commits import COMMITTED, replay
+        >>> state = replay([LogEntry("20261101080000000000", COMMITTED)])
+        >>> commit_of(state, "2026-11-01T09:00:00+01:00", "s.t")
+        '20261101080000000000'
+    """
+    kept = kept_commits(state)
+    if at in kept:
+        return at
+    oldest = f" (the oldest kept one is {kept[0]}, made {_made(kept[0])} UTC)" if kept else ""
+    try:
+        when = datetime.fromisoformat(at)
+    except ValueError:
+        raise UpsertError(
+            f"{at!r} names no kept commit of {target}{oldest}: pass a commit id (a"
+            " _commit_id value) or a UTC time such as '2026-11-20 00:00:00'."
+        ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    found = commit_at(state, when)
+    if found is None:
+        raise UpsertError(
+            f"{target} keeps no commit made at or before {when} UTC{oldest}: raise the"
+            " model's keep_commits to keep more of its history."
+        )
+    return found
+
+
+def kept_versions_after(sql: Sql, spec: UpsertSpec, state: TableState, commit: str) -> dict:
+    """Each partition's version right after `commit`, once checked to be in the store."""
+    versions = versions_after(state, commit)
+    stored = set()
+    for (path,) in sql(f"show partitions {spec.versions}"):
+        head, _, version = path.rpartition(f"{VERSION}=")
+        stored.add((head.rstrip("/") if spec.partition_by else "", unescape_path(version)))
+    missing = sorted(set(versions.items()) - stored)
+    if missing:
+        raise UpsertError(
+            f"{spec.target} no longer keeps the files of commit {commit} ({len(missing)}"
+            f" partition versions are gone, e.g. {missing[0]}): raise the model's"
+            " keep_commits to keep more of its history."
+        )
+    return versions
+
+
+def as_of_sql(sql: Sql, spec: UpsertSpec, at: str) -> str:
+    """A subquery of the target's rows as they were right after the kept commit `at`
+    names (see commit_of), read from the version store."""
+    state = read_log(sql, spec)
+    versions = kept_versions_after(sql, spec, state, commit_of(state, at, spec.target))
+    columns = ", ".join(quoted_identifier(name) for name, _ in table_columns(sql, spec.target))
+    chosen = [(*path_row(path), version) for path, version in sorted(versions.items())]
+    where = rows_predicate([*spec.partition_by, VERSION], chosen) if chosen else "false"
+    return f"(select {columns} from {spec.versions} where {where})"
+
+
+def rollback_to(sql: Sql, spec: UpsertSpec, at: str) -> str | None:
+    """Point every partition back at its version right after the kept commit `at` names,
+    by a new commit (a partition made since is dropped); its id, None when the table
+    is so already. rollback_last_commit undoes it."""
+    if not table_exists(sql, spec.target):
+        raise UpsertError(f"{spec.target} does not exist: there is nothing to roll back.")
+    with held(sql, spec.target):
+        state = recover(sql, spec)
+        commit = commit_of(state, at, spec.target)
+        wanted = kept_versions_after(sql, spec, state, commit)
+        changes = tuple(
+            PartitionChange(path, state.versions.get(path), wanted.get(path))
+            for path in sorted(set(state.versions) | set(wanted))
+            if state.versions.get(path) != wanted.get(path)
+        )
+        if not changes:
+            return None
+        commit_id = next_commit_id(datetime.now(UTC), state.last_commit_id)
+        entry = LogEntry(commit_id, PENDING, changes)
+        steps.reached("rollback_to.log_pending")
+        write_log(sql, spec, entry)
+        finish(sql, spec, entry, state)
+        return commit_id
+
+
+def savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
+    """Pin the kept commit `at` names: its versions stay until release_savepoint; its id."""
+    with held(sql, spec.target):
+        state = recover(sql, spec)
+        commit = commit_of(state, at, spec.target)
+        if commit not in state.savepoints:
+            versions = kept_versions_after(sql, spec, state, commit)
+            changes = tuple(PartitionChange(p, None, v) for p, v in sorted(versions.items()))
+            steps.reached("savepoint.log")
+            write_log(sql, spec, LogEntry(commit, SAVEPOINT, changes))
+        return commit
+
+
+def release_savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
+    """Unpin a savepoint (its commit id, or a time: the newest savepoint made at or before
+    it); the model's next commit drops the versions nothing else keeps. Its id."""
+    with held(sql, spec.target):
+        state = recover(sql, spec)
+        pinned = TableState(savepoints=state.savepoints)
+        commit = commit_of(pinned, at, spec.target) if state.savepoints else None
+        if commit is None:
+            raise UpsertError(f"{spec.target} has no savepoint at {at!r}.")
+        steps.reached("savepoint.release")
+        write_log(sql, spec, LogEntry(commit, RELEASED))
+        return commit
+
+
+def _made(commit_id: str) -> str:
+    return datetime.strptime(commit_id, COMMIT_ID_FORMAT).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,127 @@
+"""Time travel on upsert tables: read a table as of any kept commit (by id or by time),
+restore it to one, keep exactly the history keep_commits asks for, and pin a commit
+with a savepoint."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from dynamic_ddl.upsert import commit_log
+from dynamic_ddl.upsert.commit_log import read_log
+from dynamic_ddl.upsert.history import as_of_sql, release_savepoint, rollback_to, savepoint
+from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
+
+SCHEMA = "upsert_history_tests"
+COLUMNS = "day string, device string, state string, log_ts bigint"
+START = datetime(2026, 11, 1)
+
+
+@pytest.fixture(scope="module")
+def sql(spark):
+    spark.sql(f"drop schema if exists {SCHEMA} cascade")
+    spark.sql(f"create schema {SCHEMA}")
+    return lambda statement: spark.sql(statement).collect()
+
+
+def _spec(name: str, **overrides) -> UpsertSpec:
+    return UpsertSpec(f"{SCHEMA}.{name}", ("device",), "log_ts", ("day",), **overrides)
+
+
+def _rows(spark, relation: str) -> list[tuple]:
+    rows = spark.sql(f"select day, device, state, log_ts from {relation}").collect()
+    return sorted(tuple(r) for r in rows)
+
+
+def _commits(spark, sql, spec: UpsertSpec, count: int, first: int = 1) -> list[list[tuple]]:
+    """`count` commits an hour apart (the `first`-th onwards): each changes d1 and adds a
+    partition of its own; the table's rows after each."""
+    states = []
+    for n in range(first, first + count):
+        rows = [("d1", "a", f"s{n}", n), (f"d{n + 1}", f"k{n}", "on", n)]
+        spark.createDataFrame(rows, COLUMNS).createOrReplaceTempView("batch")
+        upsert(sql, spec, "batch", now=START + timedelta(hours=n))
+        states.append(_rows(spark, spec.target))
+    return states
+
+
+def test_a_table_reads_as_of_each_kept_commit_and_no_older(spark, sql):
+    spec = _spec("kept", keep_commits=2)
+    states = _commits(spark, sql, spec, 5)
+    ids = [commit.commit_id for commit in read_log(sql, spec).history]
+    # The newest commit and the keep_commits before it: by id, and by a time after each.
+    for commit, expected, hour in zip(ids[-3:], states[-3:], (3, 4, 5), strict=True):
+        assert _rows(spark, as_of_sql(sql, spec, commit)) == expected
+        later = (START + timedelta(hours=hour, minutes=30)).isoformat(sep=" ")
+        assert _rows(spark, as_of_sql(sql, spec, later)) == expected
+    with pytest.raises(UpsertError, match="no longer keeps the files .* keep_commits"):
+        as_of_sql(sql, spec, ids[1])
+    with pytest.raises(UpsertError, match="keeps no commit made at or before"):
+        as_of_sql(sql, spec, "2026-10-01 00:00:00")
+    with pytest.raises(UpsertError, match="names no kept commit"):
+        as_of_sql(sql, spec, "last tuesday")
+
+
+def test_the_compacted_log_keeps_every_kept_commit(spark, sql, monkeypatch):
+    monkeypatch.setattr(commit_log, "COMPACT_AFTER", 3)
+    spec = _spec("compacted", keep_commits=2)
+    states = _commits(spark, sql, spec, 6)
+    state = read_log(sql, spec)
+    assert state.entries < 12, "the log was not compacted"
+    for commit, expected in zip(state.history, states[-3:], strict=True):
+        assert _rows(spark, as_of_sql(sql, spec, commit.commit_id)) == expected
+
+
+def test_keep_commits_bounds_the_version_store(spark, sql):
+    one, three = _spec("keep_one"), _spec("keep_three", keep_commits=3)
+    _commits(spark, sql, one, 6)
+    _commits(spark, sql, three, 6)
+
+    def d1_versions(spec: UpsertSpec) -> int:
+        return sum("day=d1/" in row[0] for row in sql(f"show partitions {spec.versions}"))
+
+    # d1 changes in every commit: its current version and one per kept commit.
+    assert d1_versions(one) == 2 and d1_versions(three) == 4
+
+
+def test_a_table_is_restored_to_a_kept_commit_by_a_commit_of_its_own(spark, sql):
+    spec = _spec("restored", keep_commits=2)
+    states = _commits(spark, sql, spec, 3)
+    first = read_log(sql, spec).history[0].commit_id
+    restore = rollback_to(sql, spec, first)
+    assert restore is not None
+    assert _rows(spark, spec.target) == states[0]  # d3 and d4, made since, are gone
+    assert rollback_to(sql, spec, first) is None  # as it was already: no commit
+    # The restore is a commit: it is undone like one, and the table goes on from it.
+    rollback_last_commit(sql, spec)
+    assert _rows(spark, spec.target) == states[2]
+    with pytest.raises(UpsertError, match="keep_commits"):
+        rollback_to(sql, spec, "2026-10-01")
+
+
+def test_a_savepoint_keeps_a_commit_past_keep_commits_until_released(spark, sql, monkeypatch):
+    monkeypatch.setattr(commit_log, "COMPACT_AFTER", 3)  # the savepoint outlives compactions
+    spec = _spec("pinned")  # keep_commits=1
+    states = _commits(spark, sql, spec, 2)
+    first = read_log(sql, spec).history[0].commit_id
+    assert savepoint(sql, spec, first) == first
+    assert savepoint(sql, spec, first) == first  # set again: still one savepoint
+    _commits(spark, sql, spec, 4, first=3)
+    assert first not in [c.commit_id for c in read_log(sql, spec).history]
+    assert _rows(spark, as_of_sql(sql, spec, first)) == states[0]
+    rollback_to(sql, spec, first)
+    assert _rows(spark, spec.target) == states[0]
+
+    assert release_savepoint(sql, spec, first) == first
+    _commits(spark, sql, spec, 1, first=7)  # its cleanup drops what only the savepoint kept
+    with pytest.raises(UpsertError, match="names no kept commit|no longer keeps"):
+        as_of_sql(sql, spec, first)
+    with pytest.raises(UpsertError, match="no savepoint"):
+        release_savepoint(sql, spec, first)
+
+
+def test_bad_keep_commits_names_the_fix():
+    for value in (0, -1, 1.5, True):
+        with pytest.raises(UpsertError, match="keep_commits"):
+            _spec("bad", keep_commits=value).validate()
