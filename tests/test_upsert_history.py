@@ -66,17 +66,17 @@ def test_a_table_reads_as_of_each_kept_commit_and_no_older(spark, sql):
 def test_the_compacted_log_keeps_every_kept_commit(spark, sql, monkeypatch):
     monkeypatch.setattr(commit_log, "COMPACT_AFTER", 3)
     spec = _spec("compacted", keep_commits=2)
-    states = _commits(spark, sql, spec, 6)
+    states = _commits(spark, sql, spec, 4)
     state = read_log(sql, spec)
-    assert state.entries < 12, "the log was not compacted"
+    assert state.entries < 8, "the log was not compacted"
     for commit, expected in zip(state.history, states[-3:], strict=True):
         assert _rows(spark, as_of_sql(sql, spec, commit.commit_id)) == expected
 
 
 def test_keep_commits_bounds_the_version_store(spark, sql):
     one, three = _spec("keep_one"), _spec("keep_three", keep_commits=3)
-    _commits(spark, sql, one, 6)
-    _commits(spark, sql, three, 6)
+    _commits(spark, sql, one, 4)
+    _commits(spark, sql, three, 4)
 
     def d1_versions(spec: UpsertSpec) -> int:
         return sum("day=d1/" in row[0] for row in sql(f"show partitions {spec.versions}"))
@@ -115,7 +115,7 @@ def test_a_savepoint_keeps_a_commit_past_keep_commits_until_released(spark, sql,
 
     assert release_savepoint(sql, spec, first) == first
     _commits(spark, sql, spec, 1, first=7)  # its cleanup drops what only the savepoint kept
-    with pytest.raises(UpsertError, match="names no kept commit|no longer keeps"):
+    with pytest.raises(UpsertError, match="no longer keeps commit"):
         as_of_sql(sql, spec, first)
     with pytest.raises(UpsertError, match="no savepoint"):
         release_savepoint(sql, spec, first)

@@ -35,6 +35,8 @@ from dynamic_ddl.upsert.commits import (
 from dynamic_ddl.upsert.protocol import finish, recover
 from dynamic_ddl.upsert.spec import VERSION, UpsertError, UpsertSpec
 
+COMMIT_ID = "20261101080000000000"  # the shape of a commit id (COMMIT_ID_FORMAT)
+
 
 def commit_of(state: TableState, at: str, target: str) -> str:
     """The kept commit `at` names: a commit id, or the newest commit made at or before a
@@ -50,6 +52,11 @@ def commit_of(state: TableState, at: str, target: str) -> str:
     if at in kept:
         return at
     oldest = f" (the oldest kept one is {kept[0]}, made {_made(kept[0])} UTC)" if kept else ""
+    if len(at) == len(COMMIT_ID) and at.isdigit():
+        raise UpsertError(
+            f"{target} no longer keeps commit {at}{oldest}, or never made it: raise the"
+            " model's keep_commits to keep more of its history."
+        )
     try:
         when = datetime.fromisoformat(at)
     except ValueError:
