@@ -10,6 +10,17 @@ import pytest
 
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
+from dynamic_ddl.upsert.commits import (
+    COMMITTED,
+    RELEASED,
+    ROLLED_BACK,
+    SAVEPOINT,
+    LogEntry,
+    PartitionChange,
+    commit_at,
+    compacted,
+    replay,
+)
 from dynamic_ddl.upsert.history import as_of_sql, release_savepoint, rollback_to, savepoint
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
 
@@ -119,6 +130,37 @@ def test_a_savepoint_keeps_a_commit_past_keep_commits_until_released(spark, sql,
         as_of_sql(sql, spec, first)
     with pytest.raises(UpsertError, match="no savepoint"):
         release_savepoint(sql, spec, first)
+
+
+def _hourly(count: int) -> list[LogEntry]:
+    """`count` commits an hour apart, each a new version of one partition."""
+    ids = [(START + timedelta(hours=n)).strftime("%Y%m%d%H%M%S%f") for n in range(count)]
+    return [
+        LogEntry(commit, COMMITTED, (PartitionChange("d=1", previous, commit),))
+        for previous, commit in zip([None, *ids], ids, strict=False)
+    ]
+
+
+def test_a_time_never_names_a_savepoint_across_commits_the_log_forgot():
+    """A savepoint on commit 2 of 10, the log compacted to the last two: 05:30 was after
+    commit 6, which the log no longer knows; it must not read as the savepoint."""
+    log = _hourly(10)
+    pinned = LogEntry(log[1].commit_id, SAVEPOINT, (PartitionChange("d=1", None, "v2"),))
+    state = replay(compacted(replay([*log, pinned])))
+    assert log[1].commit_id in state.savepoints
+    assert commit_at(state, START + timedelta(hours=5, minutes=30)) is None
+    assert commit_at(state, START + timedelta(hours=9, minutes=30)) == log[-1].commit_id
+
+
+def test_a_rolled_back_commit_is_no_savepoint():
+    log = _hourly(3)
+    pin = LogEntry(log[-1].commit_id, SAVEPOINT, (PartitionChange("d=1", None, "x"),))
+    undone = LogEntry(log[-1].commit_id, ROLLED_BACK, log[-1].changes)
+    assert replay([*log, pin]).savepoints and not replay([*log, pin, undone]).savepoints
+    released = LogEntry(log[0].commit_id, RELEASED)
+    again = LogEntry(log[0].commit_id, SAVEPOINT, pin.changes)
+    assert replay([*log, again, released]).savepoints == {}  # order of lines is no matter
+    assert replay([released, *log, again]).savepoints == {}
 
 
 def test_bad_keep_commits_names_the_fix():

@@ -71,13 +71,16 @@ select * from {{ ref(var('seed', 'people')) }}
 {% endsnapshot %}
 """
 PEOPLE = "id,name,updated_at\n1,ann,2026-01-01 00:00:00\n2,bob,2026-01-01 00:00:00\n"
-# ann renamed (a newer updated_at), bob deleted, cid new.
-PEOPLE_LATER = "id,name,updated_at\n1,anne,2026-02-01 00:00:00\n3,cid,2026-02-01 00:00:00\n"
+# ann renamed (a newer updated_at), bob deleted, cid new; the source gains a column.
+PEOPLE_LATER = (
+    "id,name,updated_at,team\n1,anne,2026-02-01 00:00:00,red\n3,cid,2026-02-01 00:00:00,blue\n"
+)
 
 
 class TestSnapshotHistory(SessionTarget):
-    """hard_deletes='new_record' and dbt_valid_to_current: a key's whole history, a rerun
-    that changes nothing, and a rollback of the last snapshot commit."""
+    """hard_deletes='new_record' and dbt_valid_to_current: a key's whole history, a column
+    new in the source, a rerun that changes nothing, and a rollback of the last snapshot
+    commit."""
 
     @pytest.fixture(scope="class")
     def seeds(self):
@@ -114,6 +117,13 @@ class TestSnapshotHistory(SessionTarget):
         assert later[0][3] == "2026-02-01 00:00:00"  # closed when anne arrived
         assert later[2][3] != current and later[3][3] == current  # bob closed, then deleted
         assert later[1][3] == later[4][3] == current
+        # The new column reaches the table (and its version store): NULL in older rows.
+        teams = project.run_sql(
+            f"select id, name, team from {project.test_schema}.people_history"
+            " order by id, dbt_valid_from",
+            fetch="all",
+        )
+        assert [tuple(row) for row in teams][:2] == [(1, "ann", None), (1, "anne", "red")]
 
         run_dbt(["snapshot", "--vars", "seed: people_later"])
         assert self.history(project) == later  # nothing new: nothing changes

@@ -177,10 +177,16 @@ class DynamicSparkAdapter(SparkAdapter):
 
     @available
     def snapshot_changes_sql(
-        self, target: Any, staging: Any, names: dict[str, str], valid_to_current: str | None
+        self,
+        target: Any,
+        staging: Any,
+        names: dict[str, str],
+        valid_to_current: str | None,
+        added: list[Any],
     ) -> str:
         """The rows a snapshot run changes in `target` (closed and new ones), from dbt's
-        staging relation, to commit as an upsert by `dbt_scd_id` (upsert/snapshots.py)."""
+        staging relation, to commit as an upsert by `dbt_scd_id` (upsert/snapshots.py);
+        `added` are the staged columns the target lacks, which the commit adds."""
         from dynamic_ddl.upsert.snapshots import SnapshotColumns, changes_sql, stored_columns
 
         columns = stored_columns(
@@ -194,6 +200,7 @@ class DynamicSparkAdapter(SparkAdapter):
             staged,
             SnapshotColumns(names["dbt_scd_id"], names["dbt_updated_at"], names["dbt_valid_to"]),
             valid_to_current,
+            [(c.name, c.data_type) for c in added],
         )
 
     @available

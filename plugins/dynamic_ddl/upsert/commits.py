@@ -131,8 +131,9 @@ def versions_after(state: TableState, commit_id: str) -> dict[str, str]:
 
 
 def commit_at(state: TableState, when: datetime) -> str | None:
-    """The newest kept commit (of `state.history`, or a savepoint) made at or before `when`
-    (None: none was).
+    """The newest commit of `state.history` made at or before `when` (None: none was).
+    Savepoints are named by their ids only: the commits between an old savepoint and
+    the history are forgotten, so a time among them cannot tell which was newest.
 
     Example:
         >>> state = replay([LogEntry("20261101080000000000", COMMITTED),
@@ -140,7 +141,7 @@ def commit_at(state: TableState, when: datetime) -> str | None:
         >>> commit_at(state, datetime(2026, 11, 1, 12)), commit_at(state, datetime(2026, 10, 1))
         ('20261101080000000000', None)
     """
-    made = [c for c in kept_commits(state) if commit_time(c) <= when]
+    made = [c.commit_id for c in state.history if commit_time(c.commit_id) <= when]
     return max(made, default=None)
 
 
@@ -184,6 +185,7 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
     last_id: str | None = None
     history: list[LogEntry] = []
     pins: dict[str, tuple[int, dict[str, str]]] = {}  # savepoint lines less released ones
+    rolled_back: set[str] = set()  # no state to read or keep, even under a savepoint
     count = 0
     for entry in sorted(entries, key=lambda e: (e.commit_id, order[e.action])):
         count += 1
@@ -210,7 +212,12 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
             _apply(versions, entry.changes, lambda change: change.previous)
             last_commit = None
             history = [c for c in history if c.commit_id != entry.commit_id]
-    savepoints = {commit: pinned for commit, (times, pinned) in pins.items() if times > 0}
+            rolled_back.add(entry.commit_id)
+    savepoints = {
+        commit: pinned
+        for commit, (times, pinned) in pins.items()
+        if times > 0 and commit not in rolled_back
+    }
     return TableState(versions, last_commit, pending, last_id, count, tuple(history), savepoints)
 
 

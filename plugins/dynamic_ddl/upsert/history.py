@@ -39,8 +39,9 @@ COMMIT_ID = "20261101080000000000"  # the shape of a commit id (COMMIT_ID_FORMAT
 
 
 def commit_of(state: TableState, at: str, target: str) -> str:
-    """The kept commit `at` names: a commit id, or the newest commit made at or before a
-    UTC time (`2026-11-20 00:00:00`, ISO 8601 too; a time with a zone is converted).
+    """The kept commit `at` names: a commit id (of the history or a savepoint), or the
+    newest commit of the history made at or before a UTC time (`2026-11-20 00:00:00`,
+    ISO 8601 too; a time with a zone is converted).
 
     Example:
         >>> from dynamic_ddl.upsert.commits import COMMITTED, replay
@@ -68,9 +69,12 @@ def commit_of(state: TableState, at: str, target: str) -> str:
         when = when.astimezone(UTC).replace(tzinfo=None)
     found = commit_at(state, when)
     if found is None:
+        pinned = f"; its savepoints are named by id: {', '.join(sorted(state.savepoints))}"
         raise UpsertError(
             f"{target} keeps no commit made at or before {when} UTC{oldest}: raise the"
-            " model's keep_commits to keep more of its history."
+            " model's keep_commits to keep more of its history"
+            + (pinned if state.savepoints else "")
+            + "."
         )
     return found
 
@@ -142,14 +146,16 @@ def savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
 
 
 def release_savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
-    """Unpin a savepoint (its commit id, or a time: the newest savepoint made at or before
-    it); the model's next commit drops the versions nothing else keeps. Its id."""
+    """Unpin the savepoint on commit `at` (its id); the model's next commit drops the
+    versions nothing else keeps. Its id."""
     with held(sql, spec.target):
         state = recover(sql, spec)
-        pinned = TableState(savepoints=state.savepoints)
-        commit = commit_of(pinned, at, spec.target) if state.savepoints else None
-        if commit is None:
-            raise UpsertError(f"{spec.target} has no savepoint at {at!r}.")
+        if at not in state.savepoints:
+            pinned = ", ".join(sorted(state.savepoints)) or "none"
+            raise UpsertError(
+                f"{spec.target} has no savepoint on commit {at!r}; its savepoints: {pinned}."
+            )
+        commit = at
         steps.reached("savepoint.release")
         write_log(sql, spec, LogEntry(commit, RELEASED))
         return commit

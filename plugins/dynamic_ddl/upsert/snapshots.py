@@ -48,12 +48,15 @@ def changes_sql(
     staged: Sequence[str],
     names: SnapshotColumns = SnapshotColumns(),
     valid_to_current: str | None = None,
+    added: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The rows a snapshot run changes in `target`, from dbt's staging relation.
 
     `columns` are the target's stored (name, type) pairs, in order; `staged` the
-    staging relation's column names. `valid_to_current` is the config's SQL
-    expression for an open row's `dbt_valid_to`, if any (NULL is open too).
+    staging relation's column names; `added` the (name, type) of staged columns the
+    target lacks (a column new in the source: NULL in closed rows; the commit adds
+    it to the table). `valid_to_current` is the config's SQL expression for an open
+    row's `dbt_valid_to`, if any (NULL is open too).
 
     Example:
         >>> print(changes_sql("s.snap", "s.snap__dbt_tmp", [("id", "int"),
@@ -74,11 +77,11 @@ def changes_sql(
     closed = [
         f"src.{valid_to}" if name.lower() == names.valid_to.lower() else f"dest.{quoted(name)}"
         for name, _ in columns
-    ]
+    ] + [f"cast(null as {kind}) {quoted(name)}" for name, kind in added]
     inserted = [
         f"src.{quoted(name)}" if name.lower() in present else f"cast(null as {kind}) {quoted(name)}"
         for name, kind in columns
-    ]
+    ] + [f"src.{quoted(name)}" for name, _ in added]
     open_row = f"dest.{valid_to} is null"
     if valid_to_current:
         open_row += f" or dest.{valid_to} = {valid_to_current}"

@@ -51,8 +51,9 @@
 
 {#
     An upsert table (or snapshot) as it was right after one of its kept
-    commits: a subquery over its version store, for a `from` clause. The
-    table keeps its last `keep_commits` commits (model config, default 1).
+    commits: a subquery over its version store, for a `from` clause. With
+    `keep_commits: N` (model config, default 1) each of its last N + 1
+    commits is kept, and any commit pinned by a savepoint.
 
     Example:
         select serial, state_firmware
@@ -60,8 +61,8 @@
 
     Arguments:
         relation: the upsert table read, required
-        at: a commit id (a `_commit_id` value), or a UTC time: the newest commit
-            made at or before it, required
+        at: a commit id (a `_commit_id` value, or a savepoint's), or a UTC time:
+            the newest kept commit made at or before it, required
 #}
 {% macro as_of(relation, at) %}
     {%- if not execute -%}
@@ -133,7 +134,7 @@
 
     Arguments:
         model: the upsert model's name, required
-        at: the savepoint's commit id, or a UTC time (the newest savepoint at or before it), required
+        at: the savepoint's commit id (savepoint logs it), required
 #}
 {% macro release_savepoint(model, at) %}
     {%- set relation = dynamic_spark_model_relation(model) -%}

@@ -66,8 +66,8 @@
         {%- set missing_columns = adapter.get_missing_columns(staging_table, target_relation)
             | rejectattr('name', 'in', dynamic_spark_snapshot_staging_only(strategy))
             | list -%}
-        {% do create_columns(target_relation, missing_columns) %}
         {%- if merge_format -%}
+            {% do create_columns(target_relation, missing_columns) %}
             {%- set insert_cols = [] -%}
             {%- for column in adapter.get_columns_in_relation(staging_table)
                 | rejectattr('name', 'in', dynamic_spark_snapshot_staging_only(strategy)) -%}
@@ -77,8 +77,10 @@
                 {{ snapshot_merge_sql(target=target_relation, source=staging_table, insert_cols=insert_cols) }}
             {%- endcall -%}
         {%- else -%}
+            {#-- A column new in the source: the commit adds it to the table and its store. --#}
             {%- set changes_sql = adapter.snapshot_changes_sql(
-                target_relation, staging_table, columns, config.get('dbt_valid_to_current')) -%}
+                target_relation, staging_table, columns, config.get('dbt_valid_to_current'),
+                missing_columns) -%}
             {%- set rows_relation = dynamic_spark_snapshot_rows(target_relation, changes_sql) -%}
             {% do dynamic_spark_snapshot_commit(rows_relation, target_relation, columns) %}
         {%- endif -%}

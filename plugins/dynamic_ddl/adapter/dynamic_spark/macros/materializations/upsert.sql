@@ -27,9 +27,9 @@
             is found there and moved; reads the key and partition columns of
             the whole table per commit (default false: keys are looked up in the
             batch's partitions only)
-        keep_commits: how many of the newest commits keep their files (default 1),
-            so that the table can be read as it was after each (`as_of`) and
-            restored to it (`rollback_to`)
+        keep_commits: N keeps the files to read the table as it was after each of
+            its last N + 1 commits (`as_of`) and to restore it (`rollback_to`);
+            default 1 (what rollback_last_commit needs)
         partial_updates: true when rows carry some of a key's columns (pivoted
             attributes split across batches): per column, the newest row holding
             a value wins; a NULL keeps the stored value
