@@ -79,12 +79,13 @@ PEOPLE_LATER = (
 
 class TestSnapshotHistory(SessionTarget):
     """hard_deletes='new_record' and dbt_valid_to_current: a key's whole history, a column
-    new in the source, a rerun that changes nothing, and a rollback of the last snapshot
-    commit."""
+    new in the source, a rerun that changes nothing, a rollback of the last snapshot
+    commit, and a source that repeats a key."""
 
     @pytest.fixture(scope="class")
     def seeds(self):
-        return {"people.csv": PEOPLE, "people_later.csv": PEOPLE_LATER}
+        twice = PEOPLE_LATER + "4,dee,2026-03-01 00:00:00,red\n4,dan,2026-03-01 00:00:00,red\n"
+        return {"people.csv": PEOPLE, "people_later.csv": PEOPLE_LATER, "people_twice.csv": twice}
 
     @pytest.fixture(scope="class")
     def snapshots(self):
@@ -131,4 +132,9 @@ class TestSnapshotHistory(SessionTarget):
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: people_history}"])
         assert self.history(project) == first
         run_dbt(["snapshot", "--vars", "seed: people_later"])
+        assert [row[:3] for row in self.history(project)] == [row[:3] for row in later]
+
+        # A key sent twice for one updated_at would lose a row: the run fails instead.
+        failed = run_dbt(["snapshot", "--vars", "seed: people_twice"], expect_pass=False)
+        assert "rows share a dbt_scd_id" in failed[0].message
         assert [row[:3] for row in self.history(project)] == [row[:3] for row in later]

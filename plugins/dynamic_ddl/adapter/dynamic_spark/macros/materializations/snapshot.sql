@@ -127,6 +127,17 @@
 
 {#-- Commit a snapshot's rows into its table: an upsert keyed by dbt_scd_id. --#}
 {% macro dynamic_spark_snapshot_commit(rows_relation, target_relation, columns) %}
+    {#-- Rows sharing a dbt_scd_id would be merged into one: refuse them, as MERGE does. --#}
+    {%- set scd_id = adapter.quote(columns.dbt_scd_id) -%}
+    {%- set repeated = run_query(
+        'select count(*) - count(distinct ' ~ scd_id ~ ') from ' ~ rows_relation
+    ).columns[0].values()[0] -%}
+    {%- if repeated > 0 -%}
+        {%- do exceptions.raise_compiler_error(
+            "Snapshot " ~ target_relation ~ ": " ~ repeated ~ " rows share a dbt_scd_id with"
+            ~ " another: the source holds unique_key '" ~ config.get('unique_key')
+            ~ "' more than once for one updated_at. Make the key unique in the snapshot's query.") -%}
+    {%- endif -%}
     {%- set options = {
         'strategy': 'upsert',
         'unique_key': columns.dbt_scd_id,
