@@ -28,7 +28,7 @@ from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
 from dynamic_ddl.sql_text import location_clause
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
-from dynamic_ddl.upsert.history import rollback_to, savepoint
+from dynamic_ddl.upsert.history import release_savepoint, rollback_to, savepoint
 from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
 from dynamic_ddl.upsert.snapshots import changes_sql, stored_columns
 from dynamic_ddl.upsert.spec import UpsertSpec
@@ -269,11 +269,13 @@ def _rollback_to_first(spark, schema, inbox):
 
 
 def _savepoint_first(spark, schema, inbox):
-    """Pin the first commit, as an operator does."""
+    """Pin the first commit, then release it, as an operator does."""
     spec = UpsertSpec.of_table(spark_sql(spark), f"{schema}.target")
     first = read_log(spark_sql(spark), spec).history[0].commit_id
     savepoint(_sql(spark), spec, first)
     assert first in read_log(spark_sql(spark), spec).savepoints
+    release_savepoint(_sql(spark), spec, first)
+    assert not read_log(spark_sql(spark), spec).savepoints
 
 
 def _committed_twice(spark, schema, inbox):

@@ -3,8 +3,8 @@
 
 Each partition points at one version in the version store; a commit moves some
 of them. The log replays to every partition's version after each commit it
-still holds (`commits.versions_after`), and the table keeps the files of its
-last `keep_commits` commits (and of the state before the oldest). A read as of
+still holds (`commits.versions_after`), and the table keeps the files to read
+it as of each of its last `keep_commits` + 1 commits. A read as of
 a commit selects exactly those versions from the store; a restore points the
 table back at them by a commit of its own, so it is logged, recovered after a
 kill and undone by rollback_last_commit like any other.
@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import Sql, table_columns, table_exists
 from dynamic_ddl.locks import held
-from dynamic_ddl.sql_text import path_row, quoted_identifier, rows_predicate, unescape_path
+from dynamic_ddl.sql_text import path_row, quoted_identifier, rows_predicate
 from dynamic_ddl.upsert.commit_log import read_log, write_log
 from dynamic_ddl.upsert.commits import (
     COMMIT_ID_FORMAT,
@@ -32,7 +32,7 @@ from dynamic_ddl.upsert.commits import (
     next_commit_id,
     versions_after,
 )
-from dynamic_ddl.upsert.protocol import finish, recover
+from dynamic_ddl.upsert.protocol import finish, recover, stored_versions
 from dynamic_ddl.upsert.spec import VERSION, UpsertError, UpsertSpec
 
 COMMIT_ID = "20261101080000000000"  # the shape of a commit id (COMMIT_ID_FORMAT)
@@ -82,10 +82,7 @@ def commit_of(state: TableState, at: str, target: str) -> str:
 def kept_versions_after(sql: Sql, spec: UpsertSpec, state: TableState, commit: str) -> dict:
     """Each partition's version right after `commit`, once checked to be in the store."""
     versions = versions_after(state, commit)
-    stored = set()
-    for (path,) in sql(f"show partitions {spec.versions}"):
-        head, _, version = path.rpartition(f"{VERSION}=")
-        stored.add((head.rstrip("/") if spec.partition_by else "", unescape_path(version)))
+    stored = {(partition, version) for _, partition, version in stored_versions(sql, spec)}
     missing = sorted(set(versions.items()) - stored)
     if missing:
         raise UpsertError(
@@ -155,10 +152,9 @@ def release_savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
             raise UpsertError(
                 f"{spec.target} has no savepoint on commit {at!r}; its savepoints: {pinned}."
             )
-        commit = at
         steps.reached("savepoint.release")
-        write_log(sql, spec, LogEntry(commit, RELEASED))
-        return commit
+        write_log(sql, spec, LogEntry(at, RELEASED))
+        return at
 
 
 def _made(commit_id: str) -> str:

@@ -355,20 +355,27 @@ def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) 
     retained = state.retained(spec.keep_commits)
     if not spec.partition_by:
         retained = {("", version) for _, version in retained}
-    stale = []
-    for (path,) in sql(f"show partitions {spec.versions}"):
-        head, _, version = path.rpartition(f"{VERSION}=")
-        partition = head.rstrip("/")
-        # A version's tombstones go with it.
-        version = unescape_path(version).removesuffix(TOMBSTONES)
-        if (partition, version) not in retained:
-            stale.append(path)
+    # A version's tombstones go with it.
+    stale = [
+        path
+        for path, partition, version in stored_versions(sql, spec)
+        if (partition, version.removesuffix(TOMBSTONES)) not in retained
+    ]
     if stale:
         specs = ", ".join(
             partition_spec([*spec.partition_by, VERSION], path_values(path)) for path in stale
         )
         sql(f"alter table {spec.versions} drop if exists {specs}")
     return len(stale)
+
+
+def stored_versions(sql: Sql, spec: UpsertSpec) -> list[tuple[str, str, str]]:
+    """The version store's partitions: (its path, the table partition's path, the version)."""
+    stored = []
+    for (path,) in sql(f"show partitions {spec.versions}"):
+        head, _, version = path.rpartition(f"{VERSION}=")
+        stored.append((path, head.rstrip("/"), unescape_path(version)))
+    return stored
 
 
 def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:

@@ -51,9 +51,9 @@ class UpsertSpec:
     # is found there and moved (as Hudi's global index). Costs a read of the key and
     # partition columns of the whole table per commit.
     global_key: bool = False
-    # How many of the newest commits the table keeps the files of, so that it can be
-    # read as it was after each (`as_of`) and rolled back to it (`rollback_to`); 1 keeps
-    # what rollback_last_commit needs. None (an operation that does not know the model's
+    # N keeps the files to read the table as it was after each of its last N + 1 commits
+    # (`as_of`) and to restore it (`rollback_to`); 1 keeps what rollback_last_commit
+    # needs. None (an operation that does not know the model's
     # config): no version is dropped and the log is not compacted.
     keep_commits: int | None = 1
 
