@@ -45,14 +45,16 @@ def _rows(spark, relation: str) -> list[tuple]:
     return sorted(tuple(r) for r in rows)
 
 
-def _commits(spark, sql, spec: UpsertSpec, count: int, first: int = 1) -> list[list[tuple]]:
-    """`count` commits an hour apart (the `first`-th onwards): each changes d1 and adds a
+def _commits(
+    spark, sql, spec: UpsertSpec, count: int, first: int = 1, apart=timedelta(hours=1)
+) -> list[list[tuple]]:
+    """`count` commits `apart` (the `first`-th onwards): each changes d1 and adds a
     partition of its own; the table's rows after each."""
     states = []
     for n in range(first, first + count):
         rows = [("d1", "a", f"s{n}", n), (f"d{n + 1}", f"k{n}", "on", n)]
         spark.createDataFrame(rows, COLUMNS).createOrReplaceTempView("batch")
-        upsert(sql, spec, "batch", now=START + timedelta(hours=n))
+        upsert(sql, spec, "batch", now=START + n * apart)
         states.append(_rows(spark, spec.target))
     return states
 
@@ -94,6 +96,21 @@ def test_keep_commits_bounds_the_version_store(spark, sql):
 
     # d1 changes in every commit: its current version and one per kept commit.
     assert d1_versions(one) == 2 and d1_versions(three) == 4
+
+
+def test_keep_days_keeps_every_commit_of_those_days_before_the_last_one(spark, sql, monkeypatch):
+    monkeypatch.setattr(commit_log, "COMPACT_AFTER", 3)  # the compacted log keeps them too
+    spec = _spec("by_age", keep_days=2)  # and keep_commits=1
+    states = _commits(spark, sql, spec, 5, apart=timedelta(days=1))  # Nov 2 to Nov 6
+    assert read_log(sql, spec).entries < 10, "the log was not compacted"
+    # Any time from Nov 4 (2 days before the last commit) reads; so does the state before
+    # the first commit of those days, which a time between midnight and it reads.
+    for at, expected in (("2026-11-04 00:00:00", states[2]), ("2026-11-03 23:00:00", states[1])):
+        assert _rows(spark, as_of_sql(sql, spec, at)) == expected
+    with pytest.raises(UpsertError, match="keep_commits or keep_days"):
+        as_of_sql(sql, spec, "2026-11-02 12:00:00")
+    # d1 changes in every commit: its current version and one per kept commit.
+    assert sum("day=d1/" in row[0] for row in sql(f"show partitions {spec.versions}")) == 4
 
 
 def test_a_table_is_restored_to_a_kept_commit_by_a_commit_of_its_own(spark, sql):
@@ -163,7 +180,10 @@ def test_a_rolled_back_commit_is_no_savepoint():
     assert replay([released, *log, again]).savepoints == {}
 
 
-def test_bad_keep_commits_names_the_fix():
+def test_bad_keep_commits_or_keep_days_names_the_fix():
     for value in (0, -1, 1.5, True):
         with pytest.raises(UpsertError, match="keep_commits"):
             _spec("bad", keep_commits=value).validate()
+    for value in (-1, 1.5, True, "7"):
+        with pytest.raises(UpsertError, match="keep_days"):
+            _spec("bad", keep_days=value).validate()

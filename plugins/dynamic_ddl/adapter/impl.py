@@ -499,6 +499,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             tombstone_days=DEFAULT_TOMBSTONE_DAYS if days is None else days,
             global_key=bool(options.get("global_key")),
             keep_commits=1 if options.get("keep_commits") is None else options["keep_commits"],
+            keep_days=options.get("keep_days"),
         )
         spec.validate()
         return spec

@@ -145,6 +145,25 @@ def commit_at(state: TableState, when: datetime) -> str | None:
     return max(made, default=None)
 
 
+def commits_to_keep(state: TableState, keep_commits: int, keep_days: int | None = None) -> int:
+    """How many of the newest commits keep their previous versions (TableState.retained):
+    `keep_commits`, or more with `keep_days`, so that the table can be read as of any
+    time in the `keep_days` days before its last commit: every commit made in them, and
+    the one before them (what a time at their start reads). Days count back from the
+    last commit, not the clock, so a table no one writes keeps its history.
+
+    Example:
+        >>> log = [LogEntry(f"202611{day:02}000000000000", COMMITTED) for day in (1, 5, 8, 9)]
+        >>> [commits_to_keep(replay(log), 1, days) for days in (None, 0, 1, 4, 30)]
+        [1, 1, 2, 3, 4]
+    """
+    if not keep_days or state.last_commit_id is None:
+        return keep_commits
+    start = commit_time(state.last_commit_id) - timedelta(days=keep_days)
+    recent = sum(1 for commit in state.history if commit_time(commit.commit_id) >= start)
+    return max(keep_commits, recent)
+
+
 def kept_commits(state: TableState) -> list[str]:
     """The ids of the commits the table can be read as of, oldest first: its history and
     its savepoints."""

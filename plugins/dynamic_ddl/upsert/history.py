@@ -56,7 +56,7 @@ def commit_of(state: TableState, at: str, target: str) -> str:
     if len(at) == len(COMMIT_ID) and at.isdigit():
         raise UpsertError(
             f"{target} no longer keeps commit {at}{oldest}, or never made it: raise the"
-            " model's keep_commits to keep more of its history."
+            " model's keep_commits or keep_days to keep more of its history."
         )
     try:
         when = datetime.fromisoformat(at)
@@ -72,7 +72,7 @@ def commit_of(state: TableState, at: str, target: str) -> str:
         pinned = f"; its savepoints are named by id: {', '.join(sorted(state.savepoints))}"
         raise UpsertError(
             f"{target} keeps no commit made at or before {when} UTC{oldest}: raise the"
-            " model's keep_commits to keep more of its history"
+            " model's keep_commits or keep_days to keep more of its history"
             + (pinned if state.savepoints else "")
             + "."
         )
@@ -88,7 +88,7 @@ def kept_versions_after(sql: Sql, spec: UpsertSpec, state: TableState, commit: s
         raise UpsertError(
             f"{spec.target} no longer keeps the files of commit {commit} ({len(missing)}"
             f" partition versions are gone, e.g. {missing[0]}): raise the model's"
-            " keep_commits to keep more of its history."
+            " keep_commits or keep_days to keep more of its history."
         )
     return versions
 

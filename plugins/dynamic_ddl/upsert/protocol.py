@@ -57,6 +57,7 @@ from dynamic_ddl.upsert.commits import (
     LogEntry,
     PartitionChange,
     TableState,
+    commits_to_keep,
     committed,
     next_commit_id,
     replay,
@@ -279,10 +280,18 @@ def finish(sql: Sql, spec: UpsertSpec, entry: LogEntry, before: TableState) -> T
     after = committed(before, entry)
     steps.reached("upsert.clean_versions")
     clean_versions(sql, spec, after)
-    keep = spec.keep_commits
+    keep = _commits_kept(spec, after)
     if keep is not None and after.entries > commit_log.COMPACT_AFTER + keep:
         compact_log(sql, spec, after, keep)
     return after
+
+
+def _commits_kept(spec: UpsertSpec, state: TableState) -> int | None:
+    """How many newest commits keep their previous versions (keep_commits, keep_days);
+    None when the spec does not know (an operation)."""
+    if spec.keep_commits is None:
+        return None
+    return commits_to_keep(state, spec.keep_commits, spec.keep_days)
 
 
 def _point(sql: Sql, spec: UpsertSpec, moves: list[tuple[str, str | None, str | None]]) -> None:
@@ -344,7 +353,8 @@ def recover(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> Tabl
 
 
 def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> int:
-    """Drop stored versions no partition reads and no kept commit needs (keep_commits);
+    """Drop stored versions no partition reads and no kept commit needs (keep_commits,
+    keep_days);
     how many were dropped (none when the spec does not know what to keep: an operation).
 
     `state` is the table's state when the caller knows it (else the log is read).
@@ -352,7 +362,7 @@ def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) 
     if spec.keep_commits is None:
         return 0
     state = state or read_log(sql, spec)
-    retained = state.retained(spec.keep_commits)
+    retained = state.retained(_commits_kept(spec, state))
     if not spec.partition_by:
         retained = {("", version) for _, version in retained}
     # A version's tombstones go with it.

@@ -56,6 +56,9 @@ class UpsertSpec:
     # needs. None (an operation that does not know the model's
     # config): no version is dropped and the log is not compacted.
     keep_commits: int | None = 1
+    # D also keeps every commit made in the D days before the last one (and the one
+    # before them), so the table can be read as of any time in them; None: no age rule.
+    keep_days: int | None = None
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
@@ -105,6 +108,13 @@ class UpsertSpec:
             raise UpsertError(
                 f"Upsert into {self.target}: keep_commits={keep!r} must be a whole number, 1 or"
                 " more (how many of the newest commits can be read as of, or rolled back to)."
+            )
+        days = self.keep_days
+        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 0):
+            raise UpsertError(
+                f"Upsert into {self.target}: keep_days={days!r} must be a whole number of"
+                " days, 0 or more (how far back from its last commit the table can be read"
+                " as of, or rolled back to)."
             )
         if self.on_schema_change not in ON_SCHEMA_CHANGE:
             raise UpsertError(

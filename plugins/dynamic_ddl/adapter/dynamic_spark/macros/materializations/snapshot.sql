@@ -144,6 +144,7 @@
         'ordering_field': columns.dbt_updated_at,
         'partition_by': config.get('partition_by'),
         'keep_commits': config.get('keep_commits'),
+        'keep_days': config.get('keep_days'),
         'on_schema_change': 'append_new_columns',
     } -%}
     {%- set commit = adapter.upsert_into(rows_relation, target_relation, options) -%}

@@ -30,6 +30,8 @@
         keep_commits: N keeps the files to read the table as it was after each of
             its last N + 1 commits (`as_of`) and to restore it (`rollback_to`);
             default 1 (what rollback_last_commit needs)
+        keep_days: D also keeps every commit made in the D days before the last
+            one, so the table can be read as of any time in them (default: none)
         partial_updates: true when rows carry some of a key's columns (pivoted
             attributes split across batches): per column, the newest row holding
             a value wins; a NULL keeps the stored value
@@ -87,6 +89,7 @@
         'tombstone_days': config.get('tombstone_days'),
         'global_key': config.get('global_key'),
         'keep_commits': config.get('keep_commits'),
+        'keep_days': config.get('keep_days'),
         'on_schema_change': config.get('on_schema_change'),
         'incremental_predicates': config.get('predicates') or config.get('incremental_predicates'),
     } -%}
