@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.catalog import local_path, spark_sql, table_location
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
 from dynamic_ddl.sql_text import location_clause
@@ -32,6 +32,7 @@ from dynamic_ddl.upsert.history import release_savepoint, rollback_to, savepoint
 from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
 from dynamic_ddl.upsert.snapshots import changes_sql, stored_columns
 from dynamic_ddl.upsert.spec import UpsertSpec
+from dynamic_ddl.upsert.vacuum import vacuum
 
 # `extra` discards what would change its schema: batch 2's value there is quarantined.
 TOPIC = {
@@ -283,6 +284,27 @@ def _committed_twice(spark, schema, inbox):
     _second_commit(spark, schema, inbox)
 
 
+ORPHAN_VERSION = "_version=20260101000000000000"
+
+
+def _orphans_left(spark, schema, inbox):
+    """A table after two commits, with what writes killed mid-job leave in its version
+    store: a version folder no partition lists, and the jobs' own folders."""
+    _committed_twice(spark, schema, inbox)
+    store = local_path(table_location(spark_sql(spark), f"{schema}.target__versions"))
+    version = next(store.glob("day=d1/_version=*"))
+    shutil.copytree(version, version.with_name(ORPHAN_VERSION))
+    for folder in ("_temporary/0", ".spark-staging-0a1b"):
+        (store / folder).mkdir(parents=True)
+
+
+def _vacuum(spark, schema, inbox):
+    """Vacuum, as the operation does with the model's retention; nothing orphaned is left."""
+    vacuum(_sql(spark), _spec(schema, delete_marker="gone"))
+    store = local_path(table_location(spark_sql(spark), f"{schema}.target__versions"))
+    assert not [*store.glob(f"*/{ORPHAN_VERSION}"), *store.glob("_temporary"), *store.glob(".*")]
+
+
 def _full_refresh(spark, schema, inbox):
     """What the incremental materialization does on --full-refresh, once the model's rows
     are built into a staging table."""
@@ -468,6 +490,7 @@ SCENARIOS = [
     ),
     Scenario("savepoint", _committed_twice, _savepoint_first, _partitions_whole, ("savepoint.",)),
     Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
+    Scenario("vacuum", _orphans_left, _vacuum, _partitions_whole, ("vacuum.",)),
     Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),
     Scenario("log_compaction", _two_commits, _compacting_commit, _partitions_whole, ("compact.",)),
 ]

@@ -1,13 +1,16 @@
 """Time travel on upsert tables: read a table as of any kept commit (by id or by time),
-restore it to one, keep exactly the history keep_commits asks for, and pin a commit
-with a savepoint."""
+restore it to one, keep exactly the history keep_commits and keep_days ask for, pin a
+commit with a savepoint, and vacuum what killed writes left behind."""
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
 
+from dynamic_ddl.catalog import local_path, table_location
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.commits import (
@@ -23,6 +26,7 @@ from dynamic_ddl.upsert.commits import (
 )
 from dynamic_ddl.upsert.history import as_of_sql, release_savepoint, rollback_to, savepoint
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
+from dynamic_ddl.upsert.vacuum import VacuumResult, vacuum
 
 SCHEMA = "upsert_history_tests"
 COLUMNS = "day string, device string, state string, log_ts bigint"
@@ -178,6 +182,31 @@ def test_a_rolled_back_commit_is_no_savepoint():
     again = LogEntry(log[0].commit_id, SAVEPOINT, pin.changes)
     assert replay([*log, again, released]).savepoints == {}  # order of lines is no matter
     assert replay([released, *log, again]).savepoints == {}
+
+
+def test_vacuum_drops_orphans_and_what_the_retention_no_longer_keeps(spark, sql):
+    spec = _spec("vacuumed", keep_commits=2)
+    states = _commits(spark, sql, spec, 3)
+    ids = [commit.commit_id for commit in read_log(sql, spec).history]
+    store = local_path(table_location(sql, spec.versions))
+    # What writes killed mid-job leave: a version folder no partition lists, job folders.
+    orphan = next(store.glob("day=d1/_version=*")).with_name("_version=20260101000000000000")
+    shutil.copytree(next(store.glob("day=d1/_version=*")), orphan)
+    for folder in ("_temporary/0/_temporary", ".spark-staging-0a1b"):
+        (store / folder).mkdir(parents=True)
+    # With keep_commits lowered to 1, d1's version before commit 2 goes too.
+    done = vacuum(sql, replace(spec, keep_commits=1))
+    assert done == VacuumResult(dropped_versions=2, orphans=1, job_folders=2)
+    on_disk = {str(p.relative_to(store)) for p in store.glob("day=*/_version=*")}
+    assert on_disk == {row[0] for row in sql(f"show partitions {spec.versions}")}
+    assert not any(store.glob("_temporary")) and not any(store.glob(".spark-staging*"))
+    assert _rows(spark, spec.target) == states[-1]
+    assert _rows(spark, as_of_sql(sql, spec, ids[1])) == states[1]
+    with pytest.raises(UpsertError, match="no longer keeps the files"):
+        as_of_sql(sql, spec, ids[0])
+    assert vacuum(sql, spec) == VacuumResult(0, 0, 0)  # nothing left to remove
+    with pytest.raises(UpsertError, match="run-operation vacuum"):
+        vacuum(sql, UpsertSpec.of_table(sql, spec.target))  # no retention known
 
 
 def test_bad_keep_commits_or_keep_days_names_the_fix():

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from dynamic_ddl import steps
 from dynamic_ddl.sql_text import quoted_identifier, quoted_table, string_literal
@@ -113,6 +115,18 @@ def table_location(sql: Sql, table: str) -> str:
     """Where a table's files are, as the catalog reports it (no trailing slash)."""
     rows = sql(f"describe table extended {quoted_table(table)}")
     return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
+
+
+def local_path(location: str) -> Path | None:
+    """The local directory a location names (`file:` URI or a plain path); None when it
+    is on another file system, which only Spark can reach.
+
+    Example:
+        >>> local_path("file:/tmp/w/a%20b"), local_path("s3a://bucket/w")
+        (PosixPath('/tmp/w/a b'), None)
+    """
+    parsed = urlparse(location)
+    return Path(unquote(parsed.path)) if parsed.scheme in ("", "file") else None
 
 
 def database_location(sql: Sql, schema: str) -> str:

@@ -1,15 +1,17 @@
 """Both faces of the upsert through dbt: a Python model and a SQL model with the
 `upsert` strategy give the same table; `changed_since` pulls only changed rows;
-`as_of` reads a table as of a kept commit, `rollback_to` restores it, and
-`rollback_last_commit` undoes the last commit."""
+`as_of` reads a table as of a kept commit, `rollback_to` restores it,
+`rollback_last_commit` undoes the last commit, and `vacuum` removes orphans."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from dbt.tests.util import run_dbt
 
+from dynamic_ddl.catalog import local_path
 from tests.adapter.targets import session_profile
 
 CONFIG = dict(
@@ -123,6 +125,24 @@ class UpsertModelsSuite:
         assert self._rows(project, "lnd_sql") == first_batch
         # A restore is a commit: rollback_last_commit undoes it.
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: lnd_sql}"])
+        assert self._rows(project, "lnd_sql") == expected
+
+        # Vacuum: orphans of killed writes go, and what the table reads stays.
+        store = local_path(
+            next(
+                row[1]
+                for row in project.run_sql(f"describe table extended {table}__versions", "all")
+                if row[0] == "Location"
+            )
+        )
+        version = next(store.glob("bucket=0/_version=*"))
+        orphan = version.with_name("_version=20260101000000000000")
+        shutil.copytree(version, orphan)
+        (store / "_temporary" / "0").mkdir(parents=True)
+        run_dbt(["run-operation", "vacuum", "--args", "{model: lnd_sql}"])
+        assert not orphan.exists() and not (store / "_temporary").exists()
+        listed = project.run_sql(f"show partitions {table}__versions", fetch="all")
+        assert not any("20260101000000000000" in row[0] for row in listed)
         assert self._rows(project, "lnd_sql") == expected
 
 

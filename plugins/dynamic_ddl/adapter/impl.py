@@ -257,6 +257,28 @@ class DynamicSparkAdapter(SparkAdapter):
             raise CompilationError(str(error)) from None
 
     @available
+    def vacuum_upsert(self, relation: Any, options: dict[str, Any]) -> dict[str, Any]:
+        """Drop an upsert table's versions its retention (the model's keep_commits and
+        keep_days in `options`) does not keep, orphans of killed writes included
+        (upsert/vacuum.py); what was removed."""
+        from dataclasses import asdict, replace
+
+        from dynamic_ddl.upsert.spec import UpsertError
+        from dynamic_ddl.upsert.vacuum import vacuum
+
+        keep = options.get("keep_commits")
+        try:
+            spec = replace(
+                self._existing_upsert(relation),
+                keep_commits=1 if keep is None else keep,
+                keep_days=options.get("keep_days"),
+            )
+            spec.validate_retention()
+            return asdict(vacuum(self._fetch_rows, spec))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
+
+    @available
     def last_commit_id(self, relation: Any) -> str | None:
         """The newest commit of an upsert table whose rows are all visible, if any."""
         from dynamic_ddl.upsert.commit_log import last_commit_id

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -98,9 +97,9 @@ def ensure_table(
 
 def remove_local_dir(location: str) -> None:
     """Delete a directory the catalog no longer points at, when it is on a local disk."""
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file"):
-        shutil.rmtree(parsed.path, ignore_errors=True)
+    path = catalog.local_path(location)
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def aligned(spark: SparkSession, table: str, rows: DataFrame) -> DataFrame:

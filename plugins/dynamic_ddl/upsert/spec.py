@@ -103,6 +103,15 @@ class UpsertSpec:
                 f"Upsert into {self.target}: tombstone_days={days!r} must be a whole number"
                 " of days, 0 or more (how long a delete beats older updates arriving late)."
             )
+        self.validate_retention()
+        if self.on_schema_change not in ON_SCHEMA_CHANGE:
+            raise UpsertError(
+                f"on_schema_change={self.on_schema_change!r} is not supported by upsert;"
+                f" use one of {', '.join(ON_SCHEMA_CHANGE)} (Parquet cannot drop columns)."
+            )
+
+    def validate_retention(self) -> None:
+        """Raise UpsertError, naming the fix, when keep_commits or keep_days is not valid."""
         keep = self.keep_commits
         if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
             raise UpsertError(
@@ -115,11 +124,6 @@ class UpsertSpec:
                 f"Upsert into {self.target}: keep_days={days!r} must be a whole number of"
                 " days, 0 or more (how far back from its last commit the table can be read"
                 " as of, or rolled back to)."
-            )
-        if self.on_schema_change not in ON_SCHEMA_CHANGE:
-            raise UpsertError(
-                f"on_schema_change={self.on_schema_change!r} is not supported by upsert;"
-                f" use one of {', '.join(ON_SCHEMA_CHANGE)} (Parquet cannot drop columns)."
             )
 
     @property

@@ -95,13 +95,20 @@
 {% endmacro %}
 
 
-{#-- The table of the model (or snapshot) named `model`; an error naming the fix if none. --#}
-{% macro dynamic_spark_model_relation(model) %}
+{#-- The node of the model (or snapshot) named `model`; an error naming the fix if none. --#}
+{% macro dynamic_spark_model_node(model) %}
     {%- set node = graph.nodes.values() | selectattr('name', 'equalto', model) | first -%}
     {%- if node is not defined or node is none -%}
         {%- do exceptions.raise_compiler_error(
             "No model named '" ~ model ~ "'. Pass the model's name, e.g. --args '{model: lnd_device_state}'.") -%}
     {%- endif -%}
+    {{ return(node) }}
+{% endmacro %}
+
+
+{#-- The table of the model (or snapshot) named `model`. --#}
+{% macro dynamic_spark_model_relation(model) %}
+    {%- set node = dynamic_spark_model_node(model) -%}
     {{ return(api.Relation.create(schema=node.schema, identifier=node.alias, type='table')) }}
 {% endmacro %}
 
@@ -140,4 +147,34 @@
     {%- set relation = dynamic_spark_model_relation(model) -%}
     {%- set commit_id = adapter.upsert_savepoint(relation, at, release=true) -%}
     {%- do log('Released the savepoint on commit ' ~ commit_id ~ ' of ' ~ relation ~ '.', info=True) -%}
+{% endmacro %}
+
+
+{#
+    Remove what an upsert model's version store holds and its retention
+    (keep_commits, keep_days in the model's config) does not keep, and the
+    orphans of writes killed mid-job: version folders no partition lists,
+    and the job folders (`_temporary`, `.spark-staging-*`) on a local disk.
+    A commit already drops old versions; orphans only vacuum finds.
+
+    Example:
+        dbt run-operation vacuum --args '{model: lnd_device_state}'
+
+    Arguments:
+        model: the upsert model's (or snapshot's) name, required
+#}
+{% macro vacuum(model) %}
+    {%- set node = dynamic_spark_model_node(model) -%}
+    {%- set relation = dynamic_spark_model_relation(model) -%}
+    {%- set options = {
+        'keep_commits': node.config.get('keep_commits'),
+        'keep_days': node.config.get('keep_days'),
+    } -%}
+    {%- set done = adapter.vacuum_upsert(relation, options) -%}
+    {%- set folders = 'job folders not looked at (the store is not on a local disk)'
+        if done['job_folders'] is none
+        else 'removed ' ~ done['job_folders'] ~ ' folders of killed write jobs' -%}
+    {%- do log('Vacuumed ' ~ relation ~ ': dropped ' ~ done['dropped_versions']
+        ~ ' partition versions its retention does not keep (' ~ done['orphans']
+        ~ ' of them orphans no partition listed); ' ~ folders ~ '.', info=True) -%}
 {% endmacro %}
