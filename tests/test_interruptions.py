@@ -27,12 +27,12 @@ from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
 from dynamic_ddl.sql_text import location_clause
 from dynamic_ddl.upsert import commit_log
+from dynamic_ddl.upsert.care import repartition, vacuum
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.history import release_savepoint, rollback_to, savepoint
 from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
 from dynamic_ddl.upsert.snapshots import changes_sql, stored_columns
 from dynamic_ddl.upsert.spec import UpsertSpec
-from dynamic_ddl.upsert.vacuum import vacuum
 
 # `extra` discards what would change its schema: batch 2's value there is quarantined.
 TOPIC = {
@@ -298,6 +298,12 @@ def _orphans_left(spark, schema, inbox):
         (store / folder).mkdir(parents=True)
 
 
+def _repartition(spark, schema, inbox):
+    """Repartition by state, as the operation does (a rerun finds it done, or undone)."""
+    sql = _sql(spark)
+    repartition(sql, UpsertSpec.of_table(sql, f"{schema}.target"), ["state"])
+
+
 def _vacuum(spark, schema, inbox):
     """Vacuum, as the operation does with the model's retention; nothing orphaned is left."""
     vacuum(_sql(spark), _spec(schema, delete_marker="gone"))
@@ -491,6 +497,14 @@ SCENARIOS = [
     Scenario("savepoint", _committed_twice, _savepoint_first, _partitions_whole, ("savepoint.",)),
     Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
     Scenario("vacuum", _orphans_left, _vacuum, _partitions_whole, ("vacuum.",)),
+    # A new layout: rows copied, the table swapped, the store rewritten and pointed at.
+    Scenario(
+        "repartition",
+        _committed_twice,
+        _repartition,
+        _partitions_whole,
+        ("repartition.", "swap."),
+    ),
     Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),
     Scenario("log_compaction", _two_commits, _compacting_commit, _partitions_whole, ("compact.",)),
 ]

@@ -1,6 +1,6 @@
 """Time travel on upsert tables: read a table as of any kept commit (by id or by time),
 restore it to one, keep exactly the history keep_commits and keep_days ask for, pin a
-commit with a savepoint, and vacuum what killed writes left behind."""
+commit with a savepoint, vacuum what killed writes left behind, and repartition in place."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from dynamic_ddl.catalog import local_path, table_location
+from dynamic_ddl.catalog import local_path, partition_columns, table_exists, table_location
 from dynamic_ddl.upsert import commit_log
+from dynamic_ddl.upsert.care import VacuumResult, repartition, vacuum
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.commits import (
     COMMITTED,
@@ -25,8 +26,8 @@ from dynamic_ddl.upsert.commits import (
     replay,
 )
 from dynamic_ddl.upsert.history import as_of_sql, release_savepoint, rollback_to, savepoint
+from dynamic_ddl.upsert.increments import changed_since_filter
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
-from dynamic_ddl.upsert.vacuum import VacuumResult, vacuum
 
 SCHEMA = "upsert_history_tests"
 COLUMNS = "day string, device string, state string, log_ts bigint"
@@ -207,6 +208,55 @@ def test_vacuum_drops_orphans_and_what_the_retention_no_longer_keeps(spark, sql)
     assert vacuum(sql, spec) == VacuumResult(0, 0, 0)  # nothing left to remove
     with pytest.raises(UpsertError, match="run-operation vacuum"):
         vacuum(sql, UpsertSpec.of_table(sql, spec.target))  # no retention known
+
+
+def test_repartition_changes_the_layout_in_place_and_the_table_goes_on(spark, sql):
+    spec = _spec("relaid", keep_commits=2)  # by day
+    states = _commits(spark, sql, spec, 3)
+    lineage = f"select device, _commit_id from {spec.target}"
+    ids_before = sorted(tuple(r) for r in sql(lineage))
+    seen = max(commit_id for _, commit_id in ids_before)  # what a downstream model took
+    commit = repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state", "day"])
+    assert partition_columns(sql, spec.target) == ["state", "day"]
+    assert _rows(spark, spec.target) == states[-1]
+    # Rows keep their commit ids: a model pulling changed_since finds nothing new.
+    assert sorted(tuple(r) for r in sql(lineage)) == ids_before
+    pulled = changed_since_filter(sql, UpsertSpec.of_table(sql, spec.target), "t", seen)
+    assert sql(f"select count(*) from {spec.target} as t where {pulled}") == [(0,)]
+    assert read_log(sql, spec).last_commit_id == commit
+    assert not table_exists(sql, f"{spec.target}__repartition")
+    store = local_path(table_location(sql, spec.versions))
+    assert {p.name.split("=")[0] for p in store.iterdir() if "=" in p.name} == {"state"}
+    assert repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state", "day"]) is None
+
+    # The model's old partition_by fails, naming the fix; the new one commits.
+    with pytest.raises(UpsertError, match="partitioned by .*run-operation repartition"):
+        _commits(spark, sql, spec, 1, first=4)
+    relaid = replace(spec, partition_by=("state", "day"))
+    states += _commits(spark, sql, relaid, 1, first=4)
+    assert _rows(spark, spec.target) == states[-1]
+    newest = read_log(sql, spec).history[-1].commit_id  # history starts after the rewrite
+    assert _rows(spark, as_of_sql(sql, relaid, newest)) == states[-1]
+    rollback_last_commit(sql, relaid)
+    assert _rows(spark, spec.target) == states[2]
+
+
+def test_repartition_refuses_what_it_cannot_do_and_says_why(spark, sql):
+    spec = _spec("not_relaid")
+    _commits(spark, sql, spec, 2)
+    existing = UpsertSpec.of_table(sql, spec.target)
+    for partition_by, message in (
+        ([], "needs partition_by"),
+        (["nope"], "must name distinct columns .*nope"),
+        (["state", "STATE"], "a repeated one"),
+        (["_commit_id"], "_commit_id"),
+    ):
+        with pytest.raises(UpsertError, match=message):
+            repartition(sql, existing, partition_by)
+    savepoint(sql, existing, read_log(sql, spec).history[0].commit_id)
+    with pytest.raises(UpsertError, match="release them first"):
+        repartition(sql, existing, ["state"])
+    assert partition_columns(sql, spec.target) == ["day"]
 
 
 def test_bad_keep_commits_or_keep_days_names_the_fix():

@@ -1,7 +1,8 @@
 """Both faces of the upsert through dbt: a Python model and a SQL model with the
 `upsert` strategy give the same table; `changed_since` pulls only changed rows;
 `as_of` reads a table as of a kept commit, `rollback_to` restores it,
-`rollback_last_commit` undoes the last commit, and `vacuum` removes orphans."""
+`rollback_last_commit` undoes the last commit, `vacuum` removes orphans, and
+`repartition` changes the layout in place."""
 
 from __future__ import annotations
 
@@ -144,6 +145,28 @@ class UpsertModelsSuite:
         listed = project.run_sql(f"show partitions {table}__versions", fetch="all")
         assert not any("20260101000000000000" in row[0] for row in listed)
         assert self._rows(project, "lnd_sql") == expected
+
+        # Repartition in place: the rows stay, a downstream pull takes nothing new, and
+        # the model's own run fails until its partition_by says the same.
+        pulled_before = sorted(
+            tuple(r)
+            for r in project.run_sql(f"select * from {project.test_schema}.pulled", fetch="all")
+        )
+        run_dbt(
+            ["run-operation", "repartition", "--args", "{model: lnd_sql, partition_by: [device]}"]
+        )
+        described = project.run_sql(f"describe {table}", fetch="all")
+        layout = [row[0] for row in described]
+        assert layout[layout.index("# Partition Information") + 2 :] == ["device"]
+        assert self._rows(project, "lnd_sql") == expected
+        run_dbt(["run", "--select", "pulled"])
+        pulled_after = sorted(
+            tuple(r)
+            for r in project.run_sql(f"select * from {project.test_schema}.pulled", fetch="all")
+        )
+        assert pulled_after == pulled_before
+        failed = run_dbt(["run", "--select", "lnd_sql"], expect_pass=False)
+        assert "run-operation repartition" in failed[0].message
 
 
 class TestUpsertModelsSession(UpsertModelsSuite):

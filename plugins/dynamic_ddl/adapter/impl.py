@@ -260,11 +260,11 @@ class DynamicSparkAdapter(SparkAdapter):
     def vacuum_upsert(self, relation: Any, options: dict[str, Any]) -> dict[str, Any]:
         """Drop an upsert table's versions its retention (the model's keep_commits and
         keep_days in `options`) does not keep, orphans of killed writes included
-        (upsert/vacuum.py); what was removed."""
+        (upsert/care.py); what was removed."""
         from dataclasses import asdict, replace
 
+        from dynamic_ddl.upsert.care import vacuum
         from dynamic_ddl.upsert.spec import UpsertError
-        from dynamic_ddl.upsert.vacuum import vacuum
 
         keep = options.get("keep_commits")
         try:
@@ -275,6 +275,20 @@ class DynamicSparkAdapter(SparkAdapter):
             )
             spec.validate_retention()
             return asdict(vacuum(self._fetch_rows, spec))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
+
+    @available
+    def repartition_upsert(self, relation: Any, partition_by: Any) -> str | None:
+        """Rewrite an upsert table under new partition columns and swap it in
+        (upsert/care.py); the id of its new version, None when it is so already."""
+        from dynamic_ddl.upsert.care import repartition
+        from dynamic_ddl.upsert.spec import UpsertError
+
+        try:
+            return repartition(
+                self._fetch_rows, self._existing_upsert(relation), _columns(partition_by)
+            )
         except UpsertError as error:
             raise CompilationError(str(error)) from None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import Sql, table_columns, table_exists
+from dynamic_ddl.catalog import Sql, table_columns
 from dynamic_ddl.locks import held
 from dynamic_ddl.sql_text import path_row, quoted_identifier, rows_predicate
 from dynamic_ddl.upsert.commit_log import read_log, write_log
@@ -32,7 +32,7 @@ from dynamic_ddl.upsert.commits import (
     next_commit_id,
     versions_after,
 )
-from dynamic_ddl.upsert.protocol import finish, recover, stored_versions
+from dynamic_ddl.upsert.protocol import finish, mend_table, recover, stored_versions
 from dynamic_ddl.upsert.spec import VERSION, UpsertError, UpsertSpec
 
 COMMIT_ID = "20261101080000000000"  # the shape of a commit id (COMMIT_ID_FORMAT)
@@ -108,9 +108,8 @@ def rollback_to(sql: Sql, spec: UpsertSpec, at: str) -> str | None:
     """Point every partition back at its version right after the kept commit `at` names,
     by a new commit (a partition made since is dropped); its id, None when the table
     is so already. rollback_last_commit undoes it."""
-    if not table_exists(sql, spec.target):
-        raise UpsertError(f"{spec.target} does not exist: there is nothing to roll back.")
     with held(sql, spec.target):
+        mend_table(sql, spec, "roll back")
         state = recover(sql, spec)
         commit = commit_of(state, at, spec.target)
         wanted = kept_versions_after(sql, spec, state, commit)
@@ -132,6 +131,7 @@ def rollback_to(sql: Sql, spec: UpsertSpec, at: str) -> str | None:
 def savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
     """Pin the kept commit `at` names: its versions stay until release_savepoint; its id."""
     with held(sql, spec.target):
+        mend_table(sql, spec, "pin")
         state = recover(sql, spec)
         commit = commit_of(state, at, spec.target)
         if commit not in state.savepoints:
@@ -146,6 +146,7 @@ def release_savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
     """Unpin the savepoint on commit `at` (its id); the model's next commit drops the
     versions nothing else keeps. Its id."""
     with held(sql, spec.target):
+        mend_table(sql, spec, "release")
         state = recover(sql, spec)
         if at not in state.savepoints:
             pinned = ", ".join(sorted(state.savepoints)) or "none"

@@ -69,6 +69,7 @@ from dynamic_ddl.upsert.merge import (
     moved_keys_sql,
     replacement_sql,
 )
+from dynamic_ddl.upsert.relayout import finish_repartition
 from dynamic_ddl.upsert.spec import (
     COMMIT_ID,
     COMMIT_TS,
@@ -107,6 +108,7 @@ def upsert(
 def _commit(
     sql: Sql, spec: UpsertSpec, source: str, now: datetime | None, recomputed: list[str]
 ) -> CommitResult:
+    finish_repartition(sql, spec)
     source_columns = table_columns(sql, source)
     data_columns = ensure_tables(sql, spec, source_columns)
     data = [name for name, _ in data_columns]
@@ -352,6 +354,15 @@ def recover(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> Tabl
     return finish(sql, spec, state.pending, state)
 
 
+def mend_table(sql: Sql, spec: UpsertSpec, doing: str) -> None:
+    """What an operation on the table does first, under its lock: finish or undo a
+    repartition a killed run left (its swap may have left the name empty), then
+    check that the table exists (else an error: there is nothing to `doing`)."""
+    finish_repartition(sql, spec)
+    if not table_exists(sql, spec.target):
+        raise UpsertError(f"{spec.target} does not exist: there is nothing to {doing}.")
+
+
 def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> int:
     """Drop stored versions no partition reads and no kept commit needs (keep_commits,
     keep_days);
@@ -394,9 +405,8 @@ def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
     Only the last commit can be rolled back, once: older versions are gone.
     Returns the id of the commit rolled back.
     """
-    if not table_exists(sql, spec.target):
-        raise UpsertError(f"{spec.target} does not exist: there is nothing to roll back.")
     with held(sql, spec.target):
+        mend_table(sql, spec, "roll back")
         logged = read_log(sql, spec)
         unfinished = logged.pending
         state = recover(sql, spec, logged)

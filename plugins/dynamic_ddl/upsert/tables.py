@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import Sql, drop_table, table_columns, table_exists, table_location
+from dynamic_ddl.catalog import partition_columns as stored_partition_columns
 from dynamic_ddl.sql_text import location_clause, quoted_identifier
 from dynamic_ddl.upsert.commit_log import drop_log, log_ddl
 from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, EMPTY, VERSION, UpsertError, UpsertSpec
@@ -41,6 +42,14 @@ def ensure_tables(
     if not table_exists(sql, spec.target):
         create_tables(sql, spec, data, partition_columns)
         return data
+    stored_by = stored_partition_columns(sql, spec.target)
+    if [p.lower() for p in stored_by] != [p.lower() for p in spec.partition_by]:
+        raise UpsertError(
+            f"{spec.target} is partitioned by {stored_by or 'nothing'}, but the model says"
+            f" partition_by={list(spec.partition_by)}: change the table's layout in place"
+            " with `dbt run-operation repartition --args '{model: <name>, partition_by:"
+            " [...]}'`, rebuild it with --full-refresh, or set partition_by back."
+        )
     existing = [
         (n, t)
         for n, t in table_columns(sql, spec.target)

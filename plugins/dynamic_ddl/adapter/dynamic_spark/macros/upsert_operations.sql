@@ -178,3 +178,31 @@
         ~ ' partition versions its retention does not keep (' ~ done['orphans']
         ~ ' of them orphans no partition listed); ' ~ folders ~ '.', info=True) -%}
 {% endmacro %}
+
+
+{#
+    Rewrite an upsert model's table under new partition columns and swap it
+    in: readers see its rows, whole, throughout; a killed run is undone or
+    finished by the next writer. Rows keep their `_commit_id`, so downstream
+    models need no full refresh; history before it (as_of, rollback_to) is
+    gone, and savepoints must be released first. Then set the model's
+    partition_by to the same columns: its next run fails, saying so, until
+    they match.
+
+    Example:
+        dbt run-operation repartition --args '{model: lnd_device_state, partition_by: [model]}'
+
+    Arguments:
+        model: the upsert model's (or snapshot's) name, required
+        partition_by: a column or a list of columns of the table, required
+#}
+{% macro repartition(model, partition_by) %}
+    {%- set relation = dynamic_spark_model_relation(model) -%}
+    {%- set commit_id = adapter.repartition_upsert(relation, partition_by) -%}
+    {%- if commit_id is none -%}
+        {%- do log(relation ~ ' is partitioned by ' ~ partition_by ~ ' already: nothing to do.', info=True) -%}
+    {%- else -%}
+        {%- do log('Repartitioned ' ~ relation ~ ' by ' ~ partition_by ~ ' (version ' ~ commit_id
+            ~ '). Set partition_by in the config of ' ~ model ~ ' to match.', info=True) -%}
+    {%- endif -%}
+{% endmacro %}

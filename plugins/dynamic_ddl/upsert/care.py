@@ -1,4 +1,9 @@
-"""Vacuum an upsert table: remove what its version store holds and no kept commit needs.
+"""Table care operations on an upsert table: vacuum and repartition.
+
+Repartition rewrites the table under new partition columns and swaps it in
+(the steps and their recovery are in relayout.py).
+
+Vacuum removes what the table's version store holds and no kept commit needs.
 
 A commit already drops the versions its table's retention (keep_commits,
 keep_days) no longer needs. What no commit sees are orphans that writes
@@ -20,14 +25,24 @@ Under the table's lock, so no commit is writing; each step can be repeated.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import Sql, local_path, table_exists, table_location
+from dynamic_ddl.catalog import (
+    Sql,
+    local_path,
+    partition_columns,
+    table_columns,
+    table_location,
+)
 from dynamic_ddl.locks import held
-from dynamic_ddl.upsert.protocol import clean_versions, recover, stored_versions
-from dynamic_ddl.upsert.spec import UpsertError, UpsertSpec
+from dynamic_ddl.upsert.commits import next_commit_id
+from dynamic_ddl.upsert.protocol import clean_versions, mend_table, recover, stored_versions
+from dynamic_ddl.upsert.relayout import start_repartition
+from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertError, UpsertSpec
 
 # Folder names a killed write job leaves at the top of its output location.
 JOB_FOLDER_PREFIXES = ("_temporary", ".spark-staging-")
@@ -50,9 +65,8 @@ def vacuum(sql: Sql, spec: UpsertSpec) -> VacuumResult:
             f"Vacuum of {spec.target} needs the model's retention (keep_commits, keep_days):"
             " run it as `dbt run-operation vacuum --args '{model: <name>}'`."
         )
-    if not table_exists(sql, spec.target):
-        raise UpsertError(f"{spec.target} does not exist: there is nothing to vacuum.")
     with held(sql, spec.target):
+        mend_table(sql, spec, "vacuum")
         state = recover(sql, spec)
         listed = {path for path, _, _ in stored_versions(sql, spec)}
         steps.reached("vacuum.recover_partitions")
@@ -85,3 +99,42 @@ def job_folders(location: str) -> list[Path] | None:
         for child in root.iterdir()
         if child.is_dir() and child.name.startswith(JOB_FOLDER_PREFIXES)
     )
+
+
+def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str | None:
+    """Rewrite `spec.target` under the partition columns `partition_by` and swap it in
+    (relayout.py); the id of its new version, None when it is so partitioned already.
+
+    The table's rows, their `_commit_id` and its downstream models stay as they
+    are; its history before (as_of, rollback_to) does not, and a savepoint,
+    which promises to keep it, must be released first.
+    """
+    partition_by = tuple(partition_by or ())
+    if not partition_by:
+        raise UpsertError(
+            f"Repartition of {spec.target} needs partition_by, one column or more; to"
+            " remove partitioning, rebuild the model with --full-refresh."
+        )
+    with held(sql, spec.target):
+        mend_table(sql, spec, "repartition")
+        state = recover(sql, spec)
+        if state.savepoints:
+            raise UpsertError(
+                f"{spec.target} has savepoints ({', '.join(sorted(state.savepoints))}), whose"
+                " history a repartition would drop: release them first (release_savepoint)."
+            )
+        names = {name.lower() for name, _ in table_columns(sql, spec.target)}
+        lineage = {COMMIT_ID, COMMIT_TS}
+        unknown = [p for p in partition_by if p.lower() not in names or p.lower() in lineage]
+        if unknown or len({p.lower() for p in partition_by}) < len(partition_by):
+            raise UpsertError(
+                f"Repartition of {spec.target}: partition_by={list(partition_by)} must name"
+                f" distinct columns of the table ({', '.join(unknown) or 'a repeated one'}"
+                " is not)."
+            )
+        current = [p.lower() for p in partition_columns(sql, spec.target)]
+        if current == [p.lower() for p in partition_by]:
+            return None
+        commit = next_commit_id(datetime.now(UTC), state.last_commit_id)
+        start_repartition(sql, spec, partition_by, commit)
+        return commit

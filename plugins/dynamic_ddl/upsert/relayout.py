@@ -1,0 +1,140 @@
+"""An upsert table's partition layout changed in place (the steps of `repartition`).
+
+Partition columns are fixed in the metastore, for the table and its version
+store alike, so a new layout takes new tables. Every step leaves a reader
+the table's rows, whole (the same rows throughout), and a killed run is
+undone or finished by the next writer of the table (`finish_repartition`):
+
+1. `build`: the table's rows are copied into `<table>__repartition`, the
+   interim copy, under the new layout.
+2. `swap`: a new definition of the table, reading the interim copy's
+   partitions, is swapped in (catalog.swap_in: two renames). A kill before
+   this is undone; from here the table has its new layout, and a kill is
+   finished.
+3. `drop_store`: the old version store and the table's log go: history
+   before a repartition cannot be read as of (its layout is gone).
+4. `write_store`: the rows are written to a new version store as one
+   version, under a new commit id.
+5. `log`: the log starts from a checkpoint: every partition at that version.
+6. `point`: each partition reads the store's version instead of the interim
+   copy (the same rows).
+7. `drop_interim`: the interim copy, and the old definition if a kill
+   between the swap's last two steps left it.
+
+Rows keep their `_commit_id`: a model pulling `changed_since` this table
+finds every partition changed and no row newer than it has, so it takes
+nothing and needs no full refresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import (
+    RETIRED_SUFFIX,
+    Sql,
+    drop_table,
+    partition_columns,
+    recover_swap,
+    swap_in,
+    table_columns,
+    table_exists,
+    table_location,
+)
+from dynamic_ddl.sql_text import partition_spec, path_values, string_literal
+from dynamic_ddl.upsert.commit_log import drop_log, log_ddl, read_log, write_log
+from dynamic_ddl.upsert.commits import CHECKPOINT, LogEntry, PartitionChange, next_commit_id
+from dynamic_ddl.upsert.spec import EMPTY, VERSION, UpsertSpec
+from dynamic_ddl.upsert.tables import create_sql
+
+INTERIM_SUFFIX = "__repartition"  # the rows under the new layout, until the store has them
+NEW_SUFFIX = "__repartition_new"  # the table's new definition, until it is swapped in
+
+
+def start_repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str], commit: str):
+    """Rewrite `spec.target` under `partition_by` (steps 1-7), its new version `commit`.
+    The caller holds the table's lock, and no commit is pending."""
+    interim, new = spec.target + INTERIM_SUFFIX, spec.target + NEW_SUFFIX
+    columns = table_columns(sql, spec.target)
+    wanted = {p.lower() for p in partition_by}
+    data = [(n, t) for n, t in columns if n.lower() not in wanted]
+    types = {n.lower(): (n, t) for n, t in columns}
+    partitions = [types[p.lower()] for p in partition_by]
+    steps.reached("repartition.build")
+    drop_table(sql, interim)
+    sql(create_sql(interim, data, partitions))
+    sql(f"insert into {interim} by name select * from {spec.target}")
+    steps.reached("repartition.swap")
+    drop_table(sql, new)
+    sql(create_sql(new, data, partitions, table_location(sql, interim)))
+    sql(f"alter table {new} recover partitions")
+    swap_in(sql, new, spec.target)
+    finish_repartition(sql, spec, commit)
+
+
+def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) -> None:
+    """Undo a repartition killed before its swap, or finish one killed after it (see the
+    module docstring); nothing when none was killed. Every writer of the table runs
+    it first, under the table's lock. `commit`: the new version's id (else the clock's).
+    """
+    interim = spec.target + INTERIM_SUFFIX
+    if not table_exists(sql, interim):
+        return
+    recover_swap(sql, spec.target)
+    layout = partition_columns(sql, interim)
+    if _lower(partition_columns(sql, spec.target)) != _lower(layout):
+        steps.reached("repartition.undo")
+        drop_table(sql, spec.target + NEW_SUFFIX)
+        drop_table(sql, interim)
+        return
+    state = read_log(sql, spec) if table_exists(sql, spec.log) else None
+    stored_layout = partition_columns(sql, spec.versions)
+    if (
+        state is None
+        or state.last_commit_id is None
+        or _lower(stored_layout) != _lower([*layout, VERSION])
+    ):
+        _write_store(sql, spec, interim, layout, commit)
+        state = read_log(sql, spec)
+    steps.reached("repartition.point")
+    store = table_location(sql, spec.versions)
+    for path, version in sorted(state.versions.items()):
+        where = partition_spec(layout, path_values(path))
+        location = string_literal(f"{store}/{path}/{VERSION}={version}")
+        sql(f"alter table {spec.target} {where} set location {location}")
+    sql(f"alter table {spec.target} set location {string_literal(f'{store}/{EMPTY}')}")
+    steps.reached("repartition.drop_interim")
+    drop_table(sql, spec.target + RETIRED_SUFFIX)  # the old definition, if a kill left it
+    drop_table(sql, interim)
+
+
+def _write_store(
+    sql: Sql, spec: UpsertSpec, interim: str, layout: list[str], commit: str | None
+) -> None:
+    """Steps 3-5: a new version store holding the interim rows as version `commit`, and
+    a log that starts from it."""
+    steps.reached("repartition.drop_store")
+    drop_table(sql, spec.versions)
+    drop_log(sql, spec)
+    commit = commit or next_commit_id(datetime.now(UTC), None)
+    steps.reached("repartition.write_store")
+    columns = table_columns(sql, interim)
+    names = {p.lower() for p in layout}
+    data = [(n, t) for n, t in columns if n.lower() not in names]
+    partitions = [(n, t) for n, t in columns if n.lower() in names]
+    sql(create_sql(spec.versions, data, [*partitions, (VERSION, "string")]))
+    sql(
+        f"insert into {spec.versions} by name"
+        f" select *, {string_literal(commit)} as {VERSION} from {interim}"
+    )
+    paths = sorted(row[0] for row in sql(f"show partitions {interim}"))
+    steps.reached("repartition.log")
+    sql(log_ddl(spec))
+    changes = tuple(PartitionChange(path, None, commit) for path in paths)
+    write_log(sql, spec, LogEntry(commit, CHECKPOINT, changes))
+
+
+def _lower(names: Sequence[str]) -> list[str]:
+    return [name.lower() for name in names]
