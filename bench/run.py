@@ -17,6 +17,7 @@ import global_key  # noqa: E402
 import ingestion  # noqa: E402
 import model_overhead  # noqa: E402
 import pivot  # noqa: E402
+import repartition  # noqa: E402
 import retention  # noqa: E402
 import type_flip  # noqa: E402
 import upsert  # noqa: E402
@@ -87,6 +88,7 @@ def main() -> None:
         + commit_age.report(commit_age.measure())
     )
     sections.append(retention.section(retention.measure()))
+    sections.append(repartition.section(repartition.measure()))
     sections.append(
         "## Pivot vs Spark's native PIVOT, and key discovery\n\n"
         "2,000,000 key/value rows (100,000 entities x 20 keys; 10,000 x 200) in Parquet; "

@@ -16,8 +16,8 @@ undone or finished by the next writer of the table (`finish_repartition`):
 4. `write_store`: the rows are written to a new version store as one
    version, under a new commit id.
 5. `log`: the log starts from a checkpoint: every partition at that version.
-6. `point`: each partition reads the store's version instead of the interim
-   copy (the same rows).
+6. `point`: a definition of the table reading the store's version is
+   swapped in, as in step 2 (the same rows as the interim copy).
 7. `drop_interim`: the interim copy, and the old definition if a kill
    between the swap's last two steps left it.
 
@@ -99,15 +99,39 @@ def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) ->
         _write_store(sql, spec, interim, layout, commit)
         state = read_log(sql, spec)
     steps.reached("repartition.point")
-    store = table_location(sql, spec.versions)
-    for path, version in sorted(state.versions.items()):
-        where = partition_spec(layout, path_values(path))
-        location = string_literal(f"{store}/{path}/{VERSION}={version}")
-        sql(f"alter table {spec.target} {where} set location {location}")
-    sql(f"alter table {spec.target} set location {string_literal(f'{store}/{EMPTY}')}")
+    _point_at_store(sql, spec, layout, state.versions)
     steps.reached("repartition.drop_interim")
     drop_table(sql, spec.target + RETIRED_SUFFIX)  # the old definition, if a kill left it
     drop_table(sql, interim)
+
+
+def _point_at_store(
+    sql: Sql, spec: UpsertSpec, layout: list[str], versions: dict[str, str]
+) -> None:
+    """Step 6: a definition of the table whose partitions read the store's versions,
+    swapped in (one statement adds every partition; moving them one by one took a
+    metastore call each)."""
+    new = spec.target + NEW_SUFFIX
+    names = {p.lower() for p in layout}
+    columns = table_columns(sql, spec.target)
+    store = table_location(sql, spec.versions)
+    drop_table(sql, new)
+    sql(
+        create_sql(
+            new,
+            [(n, t) for n, t in columns if n.lower() not in names],
+            [(n, t) for n, t in columns if n.lower() in names],
+            f"{store}/{EMPTY}",
+        )
+    )
+    if versions:
+        added = " ".join(
+            f"{partition_spec(layout, path_values(path))}"
+            f" location {string_literal(f'{store}/{path}/{VERSION}={version}')}"
+            for path, version in sorted(versions.items())
+        )
+        sql(f"alter table {new} add if not exists {added}")
+    swap_in(sql, new, spec.target)
 
 
 def _write_store(
