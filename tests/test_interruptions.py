@@ -299,9 +299,10 @@ def _orphans_left(spark, schema, inbox):
 
 
 def _repartition(spark, schema, inbox):
-    """Repartition by state, as the operation does (a rerun finds it done, or undone)."""
+    """Repartition by the key, as the operation does (a rerun finds it done, or undone):
+    b's remembered delete moves to a partition of its own, which holds no row."""
     sql = _sql(spark)
-    repartition(sql, UpsertSpec.of_table(sql, f"{schema}.target"), ["state"])
+    repartition(sql, UpsertSpec.of_table(sql, f"{schema}.target"), ["id"])
 
 
 def _vacuum(spark, schema, inbox):

@@ -241,6 +241,28 @@ def test_repartition_changes_the_layout_in_place_and_the_table_goes_on(spark, sq
     assert _rows(spark, spec.target) == states[2]
 
 
+def test_remembered_deletes_move_with_a_repartition(spark, sql):
+    spec = _spec("relaid_deletes", delete_marker="gone")
+    columns = f"{COLUMNS}, gone boolean"
+
+    def commit(rows: list[tuple], target: UpsertSpec) -> None:
+        spark.createDataFrame(rows, columns).createOrReplaceTempView("batch")
+        upsert(sql, target, "batch")
+
+    commit([("d1", "a", "on", 1, False), ("d1", "b", "on", 1, False)], spec)
+    commit([("d1", "b", None, 5, True)], spec)  # b deleted at 5: remembered
+    with pytest.raises(UpsertError, match="remembers deletes .* state"):
+        repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state"])  # deletes keep none
+    assert partition_columns(sql, spec.target) == ["day"]
+    repartition(sql, UpsertSpec.of_table(sql, spec.target), ["device"])
+    relaid = replace(spec, partition_by=("device",))
+    # An update older than the delete, arriving late, does not bring b back; a newer does.
+    commit([("d1", "b", "stale", 3, False)], relaid)
+    assert _rows(spark, spec.target) == [("d1", "a", "on", 1)]
+    commit([("d1", "b", "back", 7, False)], relaid)
+    assert _rows(spark, spec.target) == [("d1", "a", "on", 1), ("d1", "b", "back", 7)]
+
+
 def test_repartition_refuses_what_it_cannot_do_and_says_why(spark, sql):
     spec = _spec("not_relaid")
     _commits(spark, sql, spec, 2)

@@ -136,5 +136,5 @@ def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str 
         if current == [p.lower() for p in partition_by]:
             return None
         commit = next_commit_id(datetime.now(UTC), state.last_commit_id)
-        start_repartition(sql, spec, partition_by, commit)
+        start_repartition(sql, spec, partition_by, commit, state)
         return commit

@@ -6,7 +6,8 @@ the table's rows, whole (the same rows throughout), and a killed run is
 undone or finished by the next writer of the table (`finish_repartition`):
 
 1. `build`: the table's rows are copied into `<table>__repartition`, the
-   interim copy, under the new layout.
+   interim copy, under the new layout, and its remembered deletes
+   (delete_marker's tombstones) into `<table>__repartition_deletes`.
 2. `swap`: a new definition of the table, reading the interim copy's
    partitions, is swapped in (catalog.swap_in: two renames). A kill before
    this is undone; from here the table has its new layout, and a kill is
@@ -14,7 +15,7 @@ undone or finished by the next writer of the table (`finish_repartition`):
 3. `drop_store`: the old version store and the table's log go: history
    before a repartition cannot be read as of (its layout is gone).
 4. `write_store`: the rows are written to a new version store as one
-   version, under a new commit id.
+   version, under a new commit id, and the deletes as its tombstones.
 5. `log`: the log starts from a checkpoint: every partition at that version.
 6. `point`: a definition of the table reading the store's version is
    swapped in, as in step 2 (the same rows as the interim copy).
@@ -43,29 +44,66 @@ from dynamic_ddl.catalog import (
     table_exists,
     table_location,
 )
-from dynamic_ddl.sql_text import partition_spec, path_values, string_literal
+from dynamic_ddl.sql_text import (
+    partition_spec,
+    path_row,
+    path_values,
+    quoted_identifier,
+    rows_predicate,
+    string_literal,
+)
 from dynamic_ddl.upsert.commit_log import drop_log, log_ddl, read_log, write_log
-from dynamic_ddl.upsert.commits import CHECKPOINT, LogEntry, PartitionChange, next_commit_id
-from dynamic_ddl.upsert.spec import EMPTY, VERSION, UpsertSpec
+from dynamic_ddl.upsert.commits import (
+    CHECKPOINT,
+    LogEntry,
+    PartitionChange,
+    TableState,
+    next_commit_id,
+)
+from dynamic_ddl.upsert.spec import EMPTY, VERSION, UpsertError, UpsertSpec, tombstone_version
 from dynamic_ddl.upsert.tables import create_sql
 
 INTERIM_SUFFIX = "__repartition"  # the rows under the new layout, until the store has them
+DELETES_SUFFIX = "__repartition_deletes"  # their remembered deletes, likewise
 NEW_SUFFIX = "__repartition_new"  # the table's new definition, until it is swapped in
 
 
-def start_repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str], commit: str):
+def start_repartition(
+    sql: Sql, spec: UpsertSpec, partition_by: Sequence[str], commit: str, state: TableState
+) -> None:
     """Rewrite `spec.target` under `partition_by` (steps 1-7), its new version `commit`.
-    The caller holds the table's lock, and no commit is pending."""
+    The caller holds the table's lock, and no commit is pending (`state`: the log's).
+
+    Remembered deletes (delete_marker's tombstones, stored beside each
+    partition's version) move with the rows, to the partitions their keys'
+    rows would fall in; when a tombstone lacks a new partition column (it
+    keeps keys, ordering and partition values only), that partition cannot be
+    known, and the repartition is refused before any change.
+    """
     interim, new = spec.target + INTERIM_SUFFIX, spec.target + NEW_SUFFIX
+    deletes = spec.target + DELETES_SUFFIX
     columns = table_columns(sql, spec.target)
     wanted = {p.lower() for p in partition_by}
     data = [(n, t) for n, t in columns if n.lower() not in wanted]
     types = {n.lower(): (n, t) for n, t in columns}
     partitions = [types[p.lower()] for p in partition_by]
+    tombstones = _tombstones_predicate(sql, spec, state)
+    unplaced = " or ".join(f"{quoted_identifier(p)} is null" for p in partition_by)
+    if sql(f"select 1 from {spec.versions} where ({tombstones}) and ({unplaced}) limit 1"):
+        raise UpsertError(
+            f"{spec.target} remembers deletes (delete_marker) that keep no value of"
+            f" {', '.join(partition_by)}, so their partitions under the new layout cannot be"
+            " known: repartition by columns of the key or the current partitions, wait"
+            " until tombstone_days have passed, or rebuild with --full-refresh."
+        )
     steps.reached("repartition.build")
     drop_table(sql, interim)
     sql(create_sql(interim, data, partitions))
     sql(f"insert into {interim} by name select * from {spec.target}")
+    drop_table(sql, deletes)
+    sql(create_sql(deletes, data, partitions))
+    names = ", ".join(quoted_identifier(n) for n, _ in columns)
+    sql(f"insert into {deletes} by name select {names} from {spec.versions} where {tombstones}")
     steps.reached("repartition.swap")
     drop_table(sql, new)
     sql(create_sql(new, data, partitions, table_location(sql, interim)))
@@ -87,6 +125,7 @@ def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) ->
     if _lower(partition_columns(sql, spec.target)) != _lower(layout):
         steps.reached("repartition.undo")
         drop_table(sql, spec.target + NEW_SUFFIX)
+        drop_table(sql, spec.target + DELETES_SUFFIX)
         drop_table(sql, interim)
         return
     state = read_log(sql, spec) if table_exists(sql, spec.log) else None
@@ -102,6 +141,7 @@ def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) ->
     _point_at_store(sql, spec, layout, state.versions)
     steps.reached("repartition.drop_interim")
     drop_table(sql, spec.target + RETIRED_SUFFIX)  # the old definition, if a kill left it
+    drop_table(sql, spec.target + DELETES_SUFFIX)
     drop_table(sql, interim)
 
 
@@ -153,11 +193,34 @@ def _write_store(
         f"insert into {spec.versions} by name"
         f" select *, {string_literal(commit)} as {VERSION} from {interim}"
     )
-    paths = sorted(row[0] for row in sql(f"show partitions {interim}"))
+    paths = {row[0] for row in sql(f"show partitions {interim}")}
+    deletes = spec.target + DELETES_SUFFIX
+    sql(
+        f"insert into {spec.versions} by name"
+        f" select *, {string_literal(tombstone_version(commit))} as {VERSION} from {deletes}"
+    )
+    # A partition holding deletes only reads an empty version, so that its deletes
+    # are found by the next merge there (as a partition a commit emptied).
+    emptied = {row[0] for row in sql(f"show partitions {deletes}")} - paths
+    if emptied:
+        specs = " ".join(
+            partition_spec([*layout, VERSION], [*path_values(path), commit])
+            for path in sorted(emptied)
+        )
+        sql(f"alter table {spec.versions} add if not exists {specs}")
+    paths = sorted(paths | emptied)
     steps.reached("repartition.log")
     sql(log_ddl(spec))
     changes = tuple(PartitionChange(path, None, commit) for path in paths)
     write_log(sql, spec, LogEntry(commit, CHECKPOINT, changes))
+
+
+def _tombstones_predicate(sql: Sql, spec: UpsertSpec, state: TableState) -> str:
+    """A filter on the version store keeping the remembered deletes of the versions the
+    table's partitions read (`false` when none is read)."""
+    chosen = [(*path_row(path), tombstone_version(v)) for path, v in sorted(state.versions.items())]
+    layout = partition_columns(sql, spec.target)
+    return rows_predicate([*layout, VERSION], chosen) if chosen else "false"
 
 
 def _lower(names: Sequence[str]) -> list[str]:
