@@ -2,6 +2,8 @@
     Print a compact summary of the run (on-run-end hook): tables, rows, data
     files and partitions per layer (snapshots are a layer of their own; many
     files or partitions for few rows are what compaction is for), the
+    partition versions the upsert tables' version stores keep (what
+    retention, keep_commits and keep_days, left; vacuum removes orphans), the
     columns raw ingestion discovered this run, the lines it
     quarantined, the values it kept outside their column (as text in
     `__text`, in `_overflow`, or quarantined by `discard_value`), and the
@@ -42,9 +44,11 @@
         {%- set lines = ['Run summary (schema ' ~ target.schema ~ '):'] -%}
         {%- for layer in order + (layers.keys() | reject('in', order) | sort) if layer in layers -%}
             {%- set tables = layers[layer] -%}
-            {%- do lines.append('  {:<11} {:>3} tables {:>12,} rows {:>8,} files {:>7,} partitions'.format(
+            {%- do lines.append(('  {:<11} {:>3} tables {:>12,} rows {:>8,} files {:>7,} partitions'
+                ~ ' {:>7,} versions kept').format(
                 layer, tables | length, tables | sum(attribute='rows'),
-                tables | sum(attribute='files'), tables | sum(attribute='partitions'))) -%}
+                tables | sum(attribute='files'), tables | sum(attribute='partitions'),
+                tables | sum(attribute='versions'))) -%}
         {%- endfor -%}
         {%- do lines.extend(dynamic_ddl.ingestion_summary_lines(target.schema)) -%}
         {%- do log(lines | join('\n'), info=True) -%}

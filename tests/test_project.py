@@ -453,16 +453,23 @@ def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_secon
     quarantined lines and values kept outside their columns."""
     stdout = embedded_second_batch["stdout"]
     summary = stdout[stdout.index("Run summary (schema analytics):") :]
-    counts = r"^\s+(\w+)\s+\d+ tables\s+([\d,]+) rows\s+([\d,]+) files\s+([\d,]+) partitions"
+    counts = (
+        r"^\s+(\w+)\s+\d+ tables\s+([\d,]+) rows\s+([\d,]+) files\s+([\d,]+) partitions"
+        r"\s+([\d,]+) versions kept"
+    )
     layers = {
         layer: [int(n.replace(",", "")) for n in numbers]
         for layer, *numbers in re.findall(counts, summary, re.M)
     }
     assert set(layers) == {"seeds", "raw", "landing", "snapshots", "production"}
-    assert all(rows > 0 and files > 0 for rows, files, _ in layers.values())
+    assert all(rows > 0 and files > 0 for rows, files, _, _ in layers.values())
     # Raw is partitioned by day and batch: two batches, so more partitions than topics.
-    raw_rows, raw_files, raw_partitions = layers["raw"]
-    assert raw_files >= raw_partitions > 3
+    raw_rows, raw_files, raw_partitions, raw_versions = layers["raw"]
+    assert raw_files >= raw_partitions > 3 and raw_versions == 0  # raw has no version store
+    # Every landing partition reads a kept version; batch 2 rewrote some, whose versions
+    # before it keep_commits=1 keeps for rollback_last_commit.
+    _, _, landing_partitions, landing_versions = layers["landing"]
+    assert landing_versions > landing_partitions
     discovered = re.search(r"columns discovered this run: (\d+) \((.*)\)", summary)
     assert discovered and int(discovered[1]) > 0 and "raw_device_events" in discovered[2]
     quarantined = re.search(r"lines quarantined this run: (\d+) \(", summary)

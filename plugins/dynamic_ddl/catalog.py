@@ -101,14 +101,18 @@ def partition_columns(sql: Sql, table: str) -> list[str]:
 
 def table_layout(sql: Sql, table: str) -> dict[str, int]:
     """A table's rows, data files and partitions (0 when unpartitioned): many files per
-    partition, or many partitions of few rows, are what compaction is for. Reads file
-    metadata and row counts only (`_metadata.file_path`), no column."""
+    partition, or many partitions of few rows, are what compaction is for; and, for an
+    upsert table, the partition versions its version store keeps (what retention
+    left). Reads file metadata and row counts only (`_metadata.file_path`), no column."""
     rows, files = sql(
         f"select count(*), count(distinct _metadata.file_path) from {quoted_table(table)}"
     )[0]
     partitioned = bool(partition_columns(sql, table))
     partitions = len(sql(f"show partitions {quoted_table(table)}")) if partitioned else 0
-    return {"rows": int(rows), "files": int(files), "partitions": partitions}
+    # An upsert table's version store: the partition versions its retention kept.
+    store = table + "__versions"
+    versions = len(sql(f"show partitions {quoted_table(store)}")) if table_exists(sql, store) else 0
+    return {"rows": int(rows), "files": int(files), "partitions": partitions, "versions": versions}
 
 
 def table_location(sql: Sql, table: str) -> str:
