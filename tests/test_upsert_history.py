@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from dynamic_ddl import steps
 from dynamic_ddl.catalog import local_path, partition_columns, table_exists, table_location
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.care import VacuumResult, repartition, vacuum
@@ -27,7 +28,14 @@ from dynamic_ddl.upsert.commits import (
 )
 from dynamic_ddl.upsert.history import as_of_sql, release_savepoint, rollback_to, savepoint
 from dynamic_ddl.upsert.increments import changed_since_filter
-from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
+from dynamic_ddl.upsert.protocol import (
+    UpsertError,
+    UpsertSpec,
+    drop_upsert_table,
+    rollback_last_commit,
+    upsert,
+)
+from dynamic_ddl.upsert.relayout import finish_repartition
 
 SCHEMA = "upsert_history_tests"
 COLUMNS = "day string, device string, state string, log_ts bigint"
@@ -232,6 +240,8 @@ def test_repartition_changes_the_layout_in_place_and_the_table_goes_on(spark, sq
     # The model's old partition_by fails, naming the fix; the new one commits.
     with pytest.raises(UpsertError, match="partitioned by .*run-operation repartition"):
         _commits(spark, sql, spec, 1, first=4)
+    with pytest.raises(UpsertError, match="spelled the same"):
+        _commits(spark, sql, replace(spec, partition_by=("STATE", "day")), 1, first=4)
     relaid = replace(spec, partition_by=("state", "day"))
     states += _commits(spark, sql, relaid, 1, first=4)
     assert _rows(spark, spec.target) == states[-1]
@@ -254,6 +264,7 @@ def test_remembered_deletes_move_with_a_repartition(spark, sql):
     with pytest.raises(UpsertError, match="remembers deletes .* state"):
         repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state"])  # deletes keep none
     assert partition_columns(sql, spec.target) == ["day"]
+
     repartition(sql, UpsertSpec.of_table(sql, spec.target), ["device"])
     relaid = replace(spec, partition_by=("device",))
     # An update older than the delete, arriving late, does not bring b back; a newer does.
@@ -261,6 +272,55 @@ def test_remembered_deletes_move_with_a_repartition(spark, sql):
     assert _rows(spark, spec.target) == [("d1", "a", "on", 1)]
     commit([("d1", "b", "back", 7, False)], relaid)
     assert _rows(spark, spec.target) == [("d1", "a", "on", 1), ("d1", "b", "back", 7)]
+    # Deletes a merge no longer finds (past tombstone_days; 0: none) do not stand in the
+    # way of a layout that cannot place them.
+    commit([("d1", "a", None, 9, True)], relaid)
+    forgets = replace(UpsertSpec.of_table(sql, spec.target), tombstone_days=0)
+    repartition(sql, forgets, ["state"])
+    assert partition_columns(sql, spec.target) == ["state"]
+    assert _rows(spark, spec.target) == [("d1", "b", "back", 7)]
+
+
+def _interrupted_repartition(sql, spec: UpsertSpec, partition_by: list[str], at: str, nth=1):
+    """A repartition interrupted at the `nth` time it reaches step `at`, as a kill leaves it."""
+    reached = 0
+
+    def hook(step: str) -> None:
+        nonlocal reached
+        reached += step == at
+        if step == at and reached == nth:
+            raise steps.Interrupted(step)
+
+    with pytest.raises(steps.Interrupted), steps.hooked(hook):
+        repartition(sql, UpsertSpec.of_table(sql, spec.target), partition_by)
+
+
+def test_a_killed_repartition_leaves_readers_and_rebuilds_whole(spark, sql, monkeypatch):
+    monkeypatch.setattr(commit_log, "COMPACT_AFTER", 3)
+    spec = _spec("relaid_killed")
+    states = _commits(spark, sql, spec, 3)
+    assert read_log(sql, spec).entries < 6, "the log was not compacted"
+    seen = max(r[0] for r in sql(f"select _commit_id from {spec.target}"))
+    # Killed while the store and log are rewritten: the log is empty, the table whole,
+    # and a downstream pull still tells new rows by their commit ids.
+    _interrupted_repartition(sql, spec, ["state"], "repartition.log")
+    assert _rows(spark, spec.target) == states[-1]
+    for since, expected in ((None, len(states[-1])), (seen, 0)):
+        pulled = changed_since_filter(sql, UpsertSpec.of_table(sql, spec.target), "t", since)
+        assert sql(f"select count(*) from {spec.target} as t where {pulled}") == [(expected,)]
+    # Finished by the next writer; the compacted log's older lines do not come back.
+    finish_repartition(sql, spec)
+    assert read_log(sql, spec).entries == 1  # the checkpoint
+    assert _rows(spark, spec.target) == states[-1]
+    # A rebuild from scratch (what --full-refresh does) after a kill between the renames
+    # of the last swap: nothing of the old table comes back.
+    _interrupted_repartition(sql, spec, ["day"], "swap.rename_new", nth=2)
+    drop_upsert_table(sql, UpsertSpec.of_table(sql, spec.target))
+    spark.createDataFrame([("d9", "z", "new", 1)], COLUMNS).createOrReplaceTempView("batch")
+    upsert(sql, spec, "batch")
+    assert _rows(spark, spec.target) == [("d9", "z", "new", 1)]
+    left = {row[1] for row in sql(f"show tables in {SCHEMA} like 'relaid_killed*'")}
+    assert left == {"relaid_killed", "relaid_killed__versions"}
 
 
 def test_repartition_refuses_what_it_cannot_do_and_says_why(spark, sql):

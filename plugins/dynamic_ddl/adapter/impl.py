@@ -279,16 +279,21 @@ class DynamicSparkAdapter(SparkAdapter):
             raise CompilationError(str(error)) from None
 
     @available
-    def repartition_upsert(self, relation: Any, partition_by: Any) -> str | None:
+    def repartition_upsert(
+        self, relation: Any, partition_by: Any, tombstone_days: int | None = None
+    ) -> str | None:
         """Rewrite an upsert table under new partition columns and swap it in
-        (upsert/care.py); the id of its new version, None when it is so already."""
-        from dynamic_ddl.upsert.care import repartition
-        from dynamic_ddl.upsert.spec import UpsertError
+        (upsert/care.py), with the remembered deletes its model's tombstone_days
+        keeps; the id of its new version, None when it is so already."""
+        from dataclasses import replace
 
+        from dynamic_ddl.upsert.care import repartition
+        from dynamic_ddl.upsert.spec import DEFAULT_TOMBSTONE_DAYS, UpsertError
+
+        days = DEFAULT_TOMBSTONE_DAYS if tombstone_days is None else tombstone_days
         try:
-            return repartition(
-                self._fetch_rows, self._existing_upsert(relation), _columns(partition_by)
-            )
+            spec = replace(self._existing_upsert(relation), tombstone_days=days)
+            return repartition(self._fetch_rows, spec, _columns(partition_by))
         except UpsertError as error:
             raise CompilationError(str(error)) from None
 

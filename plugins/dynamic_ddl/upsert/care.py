@@ -66,7 +66,7 @@ def vacuum(sql: Sql, spec: UpsertSpec) -> VacuumResult:
             " run it as `dbt run-operation vacuum --args '{model: <name>}'`."
         )
     with held(sql, spec.target):
-        mend_table(sql, spec, "vacuum")
+        spec = mend_table(sql, spec, "vacuum")
         state = recover(sql, spec)
         listed = {path for path, _, _ in stored_versions(sql, spec)}
         steps.reached("vacuum.recover_partitions")
@@ -116,7 +116,7 @@ def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str 
             " remove partitioning, rebuild the model with --full-refresh."
         )
     with held(sql, spec.target):
-        mend_table(sql, spec, "repartition")
+        spec = mend_table(sql, spec, "repartition")
         state = recover(sql, spec)
         if state.savepoints:
             raise UpsertError(

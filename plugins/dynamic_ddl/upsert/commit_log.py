@@ -116,9 +116,15 @@ def compact_log(sql: Sql, spec: UpsertSpec, state: TableState, keep: int = 1) ->
 
 
 def drop_log(sql: Sql, spec: UpsertSpec) -> None:
-    """Remove the target's log entries."""
+    """Remove the target's log entries.
+
+    A compacted log's partition points at its own folder; the partition's
+    default folder still holds the lines from before the compaction, which
+    the next write there would bring back. So the partition is dropped, added
+    again over its default folder, and dropped again (the log is a managed
+    table: a dropped partition's files go with it).
+    """
     if table_exists(sql, spec.log):
-        sql(
-            f"alter table {spec.log} drop if exists"
-            f" {partition_spec(['table_name'], [spec.table_name])}"
-        )
+        partition = partition_spec(["table_name"], [spec.table_name])
+        for change in ("drop if exists", "add if not exists", "drop if exists"):
+            sql(f"alter table {spec.log} {change} {partition}")

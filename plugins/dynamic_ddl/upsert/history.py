@@ -109,7 +109,7 @@ def rollback_to(sql: Sql, spec: UpsertSpec, at: str) -> str | None:
     by a new commit (a partition made since is dropped); its id, None when the table
     is so already. rollback_last_commit undoes it."""
     with held(sql, spec.target):
-        mend_table(sql, spec, "roll back")
+        spec = mend_table(sql, spec, "roll back")
         state = recover(sql, spec)
         commit = commit_of(state, at, spec.target)
         wanted = kept_versions_after(sql, spec, state, commit)
@@ -131,7 +131,7 @@ def rollback_to(sql: Sql, spec: UpsertSpec, at: str) -> str | None:
 def savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
     """Pin the kept commit `at` names: its versions stay until release_savepoint; its id."""
     with held(sql, spec.target):
-        mend_table(sql, spec, "pin")
+        spec = mend_table(sql, spec, "pin")
         state = recover(sql, spec)
         commit = commit_of(state, at, spec.target)
         if commit not in state.savepoints:
@@ -146,7 +146,7 @@ def release_savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
     """Unpin the savepoint on commit `at` (its id); the model's next commit drops the
     versions nothing else keeps. Its id."""
     with held(sql, spec.target):
-        mend_table(sql, spec, "release")
+        spec = mend_table(sql, spec, "release")
         state = recover(sql, spec)
         if at not in state.savepoints:
             pinned = ", ".join(sorted(state.savepoints)) or "none"

@@ -35,6 +35,7 @@ from dynamic_ddl.sql_text import (
 )
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.commits import TableState, changed_partitions
+from dynamic_ddl.upsert.relayout import in_progress
 from dynamic_ddl.upsert.spec import COMMIT_ID, VERSION, UpsertSpec
 
 # Past this many changed partitions, listing them saves little: the filter is left out.
@@ -64,9 +65,13 @@ def changed_since_filter(sql: Sql, upstream: UpsertSpec, qualifier: str, seen: A
     upstream's first commit."""
     state = table_state(sql, upstream)
     last = max(state.versions.values(), default=None)
-    if last is None:
-        return "false"
     commit = f"{qualifier}.{quoted_identifier(COMMIT_ID)}"
+    if last is None:
+        if not in_progress(sql, upstream):
+            return "false"
+        # A repartition is rewriting the store and the log: the table reads whole rows,
+        # which keep their commit ids, so the ids alone tell what is new.
+        return "true" if seen is None else f"{commit} > {sql_literal(str(seen))}"
     terms = [f"{commit} <= {sql_literal(last)}"]
     if seen is not None:
         terms.append(f"{commit} > {sql_literal(str(seen))}")

@@ -32,10 +32,18 @@ a version a partition points at.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import Sql, drop_table, table_columns, table_exists, table_location
+from dynamic_ddl.catalog import (
+    Sql,
+    drop_table,
+    partition_columns,
+    table_columns,
+    table_exists,
+    table_location,
+)
 from dynamic_ddl.locks import held
 from dynamic_ddl.sql_text import (
     partition_path,
@@ -69,7 +77,7 @@ from dynamic_ddl.upsert.merge import (
     moved_keys_sql,
     replacement_sql,
 )
-from dynamic_ddl.upsert.relayout import finish_repartition
+from dynamic_ddl.upsert.relayout import drop_repartition_leftovers, finish_repartition
 from dynamic_ddl.upsert.spec import (
     COMMIT_ID,
     COMMIT_TS,
@@ -354,13 +362,16 @@ def recover(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> Tabl
     return finish(sql, spec, state.pending, state)
 
 
-def mend_table(sql: Sql, spec: UpsertSpec, doing: str) -> None:
+def mend_table(sql: Sql, spec: UpsertSpec, doing: str) -> UpsertSpec:
     """What an operation on the table does first, under its lock: finish or undo a
     repartition a killed run left (its swap may have left the name empty), then
-    check that the table exists (else an error: there is nothing to `doing`)."""
+    check that the table exists (else an error: there is nothing to `doing`).
+    Returns `spec` with the table's partition columns as they are now (read before
+    the lock, they may have been those of a table a repartition replaced)."""
     finish_repartition(sql, spec)
     if not table_exists(sql, spec.target):
         raise UpsertError(f"{spec.target} does not exist: there is nothing to {doing}.")
+    return replace(spec, partition_by=tuple(partition_columns(sql, spec.target)))
 
 
 def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> int:
@@ -406,7 +417,7 @@ def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
     Returns the id of the commit rolled back.
     """
     with held(sql, spec.target):
-        mend_table(sql, spec, "roll back")
+        spec = mend_table(sql, spec, "roll back")
         logged = read_log(sql, spec)
         unfinished = logged.pending
         state = recover(sql, spec, logged)
@@ -435,8 +446,11 @@ def _finish_rollback(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> TableState:
 
 
 def drop_upsert_table(sql: Sql, spec: UpsertSpec) -> None:
-    """Drop the target, its version store and its commit log entries."""
+    """Drop the target, its version store and its commit log entries, and what a killed
+    repartition left (so none of it comes back as the table)."""
     with held(sql, spec.target):
+        steps.reached("drop.repartition_leftovers")
+        drop_repartition_leftovers(sql, spec)
         steps.reached("drop.target")
         drop_table(sql, spec.target)
         steps.reached("drop.versions")

@@ -58,9 +58,18 @@ from dynamic_ddl.upsert.commits import (
     LogEntry,
     PartitionChange,
     TableState,
+    commit_time,
     next_commit_id,
 )
-from dynamic_ddl.upsert.spec import EMPTY, VERSION, UpsertError, UpsertSpec, tombstone_version
+from dynamic_ddl.upsert.spec import (
+    COMMIT_ID,
+    COMMIT_TS,
+    EMPTY,
+    VERSION,
+    UpsertError,
+    UpsertSpec,
+    tombstone_version,
+)
 from dynamic_ddl.upsert.tables import create_sql
 
 INTERIM_SUFFIX = "__repartition"  # the rows under the new layout, until the store has them
@@ -87,7 +96,7 @@ def start_repartition(
     data = [(n, t) for n, t in columns if n.lower() not in wanted]
     types = {n.lower(): (n, t) for n, t in columns}
     partitions = [types[p.lower()] for p in partition_by]
-    tombstones = _tombstones_predicate(sql, spec, state)
+    tombstones = _tombstones_predicate(sql, spec, state, commit)
     unplaced = " or ".join(f"{quoted_identifier(p)} is null" for p in partition_by)
     if sql(f"select 1 from {spec.versions} where ({tombstones}) and ({unplaced}) limit 1"):
         raise UpsertError(
@@ -145,6 +154,19 @@ def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) ->
     drop_table(sql, interim)
 
 
+def in_progress(sql: Sql, spec: UpsertSpec) -> bool:
+    """Whether a repartition of the table is under way (or was killed): while it is,
+    the table's log may be empty although the table reads whole rows."""
+    return table_exists(sql, spec.target + INTERIM_SUFFIX)
+
+
+def drop_repartition_leftovers(sql: Sql, spec: UpsertSpec) -> None:
+    """Drop every table a killed repartition of `spec.target` may have left (for a
+    rebuild from scratch, which must not bring any of them back)."""
+    for suffix in (RETIRED_SUFFIX, NEW_SUFFIX, DELETES_SUFFIX, INTERIM_SUFFIX):
+        drop_table(sql, spec.target + suffix)
+
+
 def _point_at_store(
     sql: Sql, spec: UpsertSpec, layout: list[str], versions: dict[str, str]
 ) -> None:
@@ -182,7 +204,9 @@ def _write_store(
     steps.reached("repartition.drop_store")
     drop_table(sql, spec.versions)
     drop_log(sql, spec)
-    commit = commit or next_commit_id(datetime.now(UTC), None)
+    if commit is None:  # resumed after a kill: after every row's commit, whatever the clock
+        (newest,) = sql(f"select max({quoted_identifier(COMMIT_ID)}) from {interim}")[0]
+        commit = next_commit_id(datetime.now(UTC), newest)
     steps.reached("repartition.write_store")
     columns = table_columns(sql, interim)
     names = {p.lower() for p in layout}
@@ -215,12 +239,18 @@ def _write_store(
     write_log(sql, spec, LogEntry(commit, CHECKPOINT, changes))
 
 
-def _tombstones_predicate(sql: Sql, spec: UpsertSpec, state: TableState) -> str:
+def _tombstones_predicate(sql: Sql, spec: UpsertSpec, state: TableState, commit: str) -> str:
     """A filter on the version store keeping the remembered deletes of the versions the
-    table's partitions read (`false` when none is read)."""
+    table's partitions read, those a merge at `commit` would still find (within
+    spec.tombstone_days); `false` when there are none."""
     chosen = [(*path_row(path), tombstone_version(v)) for path, v in sorted(state.versions.items())]
+    if not chosen:
+        return "false"
     layout = partition_columns(sql, spec.target)
-    return rows_predicate([*layout, VERSION], chosen) if chosen else "false"
+    made = commit_time(commit).isoformat(sep=" ")
+    horizon = f"timestamp {string_literal(made)} - interval {int(spec.tombstone_days)} days"
+    within = f"{quoted_identifier(COMMIT_TS)} >= {horizon}"
+    return f"{rows_predicate([*layout, VERSION], chosen)} and {within}"
 
 
 def _lower(names: Sequence[str]) -> list[str]:

@@ -43,12 +43,14 @@ def ensure_tables(
         create_tables(sql, spec, data, partition_columns)
         return data
     stored_by = stored_partition_columns(sql, spec.target)
-    if [p.lower() for p in stored_by] != [p.lower() for p in spec.partition_by]:
+    # Spelled as the table spells them: partition paths (and so the log) use its spelling.
+    if list(stored_by) != list(spec.partition_by):
         raise UpsertError(
             f"{spec.target} is partitioned by {stored_by or 'nothing'}, but the model says"
             f" partition_by={list(spec.partition_by)}: change the table's layout in place"
             " with `dbt run-operation repartition --args '{model: <name>, partition_by:"
-            " [...]}'`, rebuild it with --full-refresh, or set partition_by back."
+            " [...]}'`, rebuild it with --full-refresh, or set partition_by as the table"
+            " has it (spelled the same)."
         )
     existing = [
         (n, t)

@@ -197,8 +197,10 @@
         partition_by: a column or a list of columns of the table, required
 #}
 {% macro repartition(model, partition_by) %}
+    {%- set node = dynamic_spark_model_node(model) -%}
     {%- set relation = dynamic_spark_model_relation(model) -%}
-    {%- set commit_id = adapter.repartition_upsert(relation, partition_by) -%}
+    {%- set commit_id = adapter.repartition_upsert(
+        relation, partition_by, node.config.get('tombstone_days')) -%}
     {%- if commit_id is none -%}
         {%- do log(relation ~ ' is partitioned by ' ~ partition_by ~ ' already: nothing to do.', info=True) -%}
     {%- else -%}
