@@ -79,24 +79,30 @@ def table_exists(sql: Sql, table: str) -> bool:
 
 def table_columns(sql: Sql, table: str) -> list[tuple[str, str]]:
     """(name, type) of a table's or view's columns, partition columns included, in order."""
-    columns = []
-    for row in sql(f"describe {quoted_table(table)}"):
-        name = row[0]
-        if not name or name.startswith("#"):
-            break
-        columns.append((name, row[1]))
-    return columns
+    return described(sql, table)[0]
 
 
 def partition_columns(sql: Sql, table: str) -> list[str]:
     """A table's partition columns, in order (none when it is missing or unpartitioned)."""
     if not table_exists(sql, table):
         return []
-    rows = [row[0] for row in sql(f"describe {quoted_table(table)}")]
-    if "# Partition Information" not in rows:
-        return []
-    after = rows[rows.index("# Partition Information") + 1 :]
-    return [name for name in after if name and not name.startswith("#")]
+    return described(sql, table)[1]
+
+
+def described(sql: Sql, table: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """One `describe` of an existing table: its (name, type) columns, partition columns
+    included, in order; and its partition columns, in order."""
+    rows = [(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")]
+    columns = []
+    for name, data_type in rows:
+        if not name or name.startswith("#"):
+            break
+        columns.append((name, data_type))
+    names = [name for name, _ in rows]
+    if "# Partition Information" not in names:
+        return columns, []
+    after = names[names.index("# Partition Information") + 1 :]
+    return columns, [name for name in after if name and not name.startswith("#")]
 
 
 def table_layout(sql: Sql, table: str) -> dict[str, int]:

@@ -8,8 +8,14 @@ columns each table lacks.
 from __future__ import annotations
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import Sql, drop_table, table_columns, table_exists, table_location
-from dynamic_ddl.catalog import partition_columns as stored_partition_columns
+from dynamic_ddl.catalog import (
+    Sql,
+    described,
+    drop_table,
+    table_columns,
+    table_exists,
+    table_location,
+)
 from dynamic_ddl.sql_text import location_clause, quoted_identifier
 from dynamic_ddl.upsert.commit_log import drop_log, log_ddl
 from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, EMPTY, VERSION, UpsertError, UpsertSpec
@@ -42,7 +48,7 @@ def ensure_tables(
     if not table_exists(sql, spec.target):
         create_tables(sql, spec, data, partition_columns)
         return data
-    stored_by = stored_partition_columns(sql, spec.target)
+    stored_columns, stored_by = described(sql, spec.target)
     # Spelled as the table spells them: partition paths (and so the log) use its spelling.
     if list(stored_by) != list(spec.partition_by):
         raise UpsertError(
@@ -54,7 +60,7 @@ def ensure_tables(
         )
     existing = [
         (n, t)
-        for n, t in table_columns(sql, spec.target)
+        for n, t in stored_columns
         if n.lower() not in partitions and n not in (COMMIT_ID, COMMIT_TS)
     ]
     known = {n.lower() for n, _ in existing}
