@@ -190,7 +190,7 @@
     they match.
 
     Example:
-        dbt run-operation repartition --args '{model: lnd_device_state, partition_by: [model]}'
+        dbt run-operation repartition --args '{model: lnd_device_events, partition_by: [event_date, country]}'
 
     Arguments:
         model: the upsert model's (or snapshot's) name, required
