@@ -34,7 +34,6 @@ from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
     Sql,
     local_path,
-    partition_columns,
     table_columns,
     table_location,
 )
@@ -132,9 +131,8 @@ def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str 
                 f" distinct columns of the table ({', '.join(unknown) or 'a repeated one'}"
                 " is not)."
             )
-        current = [p.lower() for p in partition_columns(sql, spec.target)]
-        if current == [p.lower() for p in partition_by]:
-            return None
+        if [p.lower() for p in spec.partition_by] == [p.lower() for p in partition_by]:
+            return None  # spec.partition_by: the table's, as mend_table read them
         commit = next_commit_id(datetime.now(UTC), state.last_commit_id)
         start_repartition(sql, spec, partition_by, commit, state)
         return commit

@@ -81,7 +81,8 @@ def start_repartition(
     sql: Sql, spec: UpsertSpec, partition_by: Sequence[str], commit: str, state: TableState
 ) -> None:
     """Rewrite `spec.target` under `partition_by` (steps 1-7), its new version `commit`.
-    The caller holds the table's lock, and no commit is pending (`state`: the log's).
+    The caller holds the table's lock, no commit is pending (`state`: the log's), and
+    spec.partition_by are the table's partition columns (protocol.mend_table).
 
     Remembered deletes (delete_marker's tombstones, stored beside each
     partition's version) move with the rows, to the partitions their keys'
@@ -96,7 +97,7 @@ def start_repartition(
     data = [(n, t) for n, t in columns if n.lower() not in wanted]
     types = {n.lower(): (n, t) for n, t in columns}
     partitions = [types[p.lower()] for p in partition_by]
-    tombstones = _tombstones_predicate(sql, spec, state, commit)
+    tombstones = _tombstones_predicate(spec, state, commit)
     unplaced = " or ".join(f"{quoted_identifier(p)} is null" for p in partition_by)
     if sql(f"select 1 from {spec.versions} where ({tombstones}) and ({unplaced}) limit 1"):
         raise UpsertError(
@@ -239,18 +240,17 @@ def _write_store(
     write_log(sql, spec, LogEntry(commit, CHECKPOINT, changes))
 
 
-def _tombstones_predicate(sql: Sql, spec: UpsertSpec, state: TableState, commit: str) -> str:
+def _tombstones_predicate(spec: UpsertSpec, state: TableState, commit: str) -> str:
     """A filter on the version store keeping the remembered deletes of the versions the
-    table's partitions read, those a merge at `commit` would still find (within
-    spec.tombstone_days); `false` when there are none."""
+    table's partitions (spec.partition_by, as the table has them) read, those a merge
+    at `commit` would still find (within spec.tombstone_days); `false` when none."""
     chosen = [(*path_row(path), tombstone_version(v)) for path, v in sorted(state.versions.items())]
     if not chosen:
         return "false"
-    layout = partition_columns(sql, spec.target)
     made = commit_time(commit).isoformat(sep=" ")
     horizon = f"timestamp {string_literal(made)} - interval {int(spec.tombstone_days)} days"
     within = f"{quoted_identifier(COMMIT_TS)} >= {horizon}"
-    return f"{rows_predicate([*layout, VERSION], chosen)} and {within}"
+    return f"{rows_predicate([*spec.partition_by, VERSION], chosen)} and {within}"
 
 
 def _lower(names: Sequence[str]) -> list[str]:
