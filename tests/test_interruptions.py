@@ -58,6 +58,7 @@ BATCH_2 = [
 VOLATILE = {
     "_ingested_at",
     "_batch_id",
+    "_slot",
     "batch_id",
     "_commit_id",
     "_commit_ts",

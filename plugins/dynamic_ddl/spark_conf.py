@@ -38,7 +38,7 @@ def session_settings() -> dict[str, str]:
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         # The metastore's filter parser rejects columns starting with `_`
-        # (_batch_id, _version): fall back to pruning in Spark, by partition
+        # (_slot, _version): fall back to pruning in Spark, by partition
         # names only (fast), not by fetching every partition's metadata.
         "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
         "spark.sql.hive.metastorePartitionPruningFastFallback": "true",

@@ -90,6 +90,16 @@ def partition_spec(columns: Sequence[str], values: Sequence[Any]) -> str:
     return f"partition ({pairs})"
 
 
+def located_partition(columns: Sequence[str], values: Sequence[Any], location: str) -> str:
+    """A partition spec with the folder it reads, for `ALTER TABLE ... ADD`.
+
+    Example:
+        >>> located_partition(["day"], [None], "file:/w/t/day=x")
+        "partition (`day` = null) location 'file:/w/t/day=x'"
+    """
+    return f"{partition_spec(columns, values)} location {string_literal(location)}"
+
+
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # the directory of a NULL partition value
 
 

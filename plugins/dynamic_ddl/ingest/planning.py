@@ -21,6 +21,7 @@ from pyspark.sql.types import (
 
 from dynamic_ddl.ingest.parse import EMPTY_OBJECT_TEXT, LINE_NUMBER, RECORD
 from dynamic_ddl.ingest.raw_rows import (
+    BATCH_ID_COLUMN,
     INDEX_COLUMN,
     OVERFLOW_COLUMN,
     PARENT_PREFIX,
@@ -120,6 +121,7 @@ def raw_leading(topic: TopicConfig) -> list[tuple[str, str]]:
         ("_source_file", "string"),
         (LINE_NUMBER, "bigint"),
         ("_ingested_at", "timestamp"),
+        (BATCH_ID_COLUMN, "string"),
         *text,
         (OVERFLOW_COLUMN, "map<string,string>"),
     ]
@@ -132,6 +134,7 @@ def child_leading(topic: TopicConfig) -> list[tuple[str, str]]:
         ("_source_file", "string"),
         (LINE_NUMBER, "bigint"),
         ("_ingested_at", "timestamp"),
+        (BATCH_ID_COLUMN, "string"),
         *keys,
         (INDEX_COLUMN, "int"),
         (OVERFLOW_COLUMN, "map<string,string>"),

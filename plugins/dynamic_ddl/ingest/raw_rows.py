@@ -29,6 +29,10 @@ OVERFLOW_COLUMN = "_overflow"
 RAW_JSON = "_raw_json"
 EVENT_DATE_COLUMN = "_event_date"
 BATCH_ID_COLUMN = "_batch_id"
+# The second partition column: the batch id for a batch's own partitions, the
+# greatest batch id merged for a compacted one (ingest/compaction.py), so never
+# below the batch id of a row in it.
+SLOT_COLUMN = "_slot"
 INDEX_COLUMN = "_index"
 PARENT_PREFIX = "_parent_"
 ELEMENT = "_element"
@@ -165,11 +169,13 @@ def event_date(event_time_formats: Sequence[str]) -> Column:
 
 def lineage_columns(context: BatchContext) -> list[Column]:
     """The columns every raw and child row starts with: the line's place in the inbox
-    (its file and line number, which lead back to the original text) and when."""
+    (its file and line number, which lead back to the original text), when, and by
+    which batch."""
     return [
         F.col("_source_file"),
         F.col(LINE_NUMBER),
         F.lit(context.ingested_at).cast("timestamp").alias("_ingested_at"),
+        F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
     ]
 
 
@@ -189,7 +195,7 @@ def raw_rows(
     routes: Routes = NO_ROUTES,
 ) -> DataFrame:
     """Accepted lines (numbered) as raw rows: lineage, the original text when kept, the
-    registry's columns, overflow, and the partition columns (_event_date, _batch_id)."""
+    registry's columns, overflow, and the partition columns (_event_date, _slot)."""
     record = F.col(RECORD)
     leaves, _ = table_leaves(source)
     columns, overflow = data_columns(record, leaves, plan, source, routes)
@@ -200,7 +206,7 @@ def raw_rows(
         overflow.alias(OVERFLOW_COLUMN),
         *columns,
         event_date(event_time_formats).alias(EVENT_DATE_COLUMN),
-        F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
+        F.lit(context.batch_id).alias(SLOT_COLUMN),
     )
 
 
@@ -235,7 +241,7 @@ def child_rows(
         overflow.alias(OVERFLOW_COLUMN),
         *columns,
         F.col(EVENT_DATE_COLUMN),
-        F.lit(context.batch_id).alias(BATCH_ID_COLUMN),
+        F.lit(context.batch_id).alias(SLOT_COLUMN),
     )
 
 

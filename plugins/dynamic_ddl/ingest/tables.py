@@ -1,9 +1,11 @@
 """The catalog side of ingestion: raw and child tables, and the three bookkeeping tables.
 
 Raw and child tables are external Parquet tables partitioned by
-(`_event_date`, `_batch_id`), rooted at `<database location>/<table>/v<n>`.
-A batch only ever writes its own partitions, so old data is never rewritten
-and a rerun of a batch replaces exactly what an interrupted run wrote.
+(`_event_date`, `_slot`), rooted at `<database location>/<table>/v1`; each
+row's `_batch_id` is a data column. A batch only ever writes its own
+partitions (its id is their slot), so old data is never rewritten and a
+rerun of a batch replaces exactly what an interrupted run wrote. Compaction
+merges a day's partitions into one (ingest/compaction.py).
 
 New columns arrive with `ALTER TABLE ... ADD COLUMNS` (old files read NULL).
 A column never changes type: values another type conflicts with go to its
@@ -23,7 +25,12 @@ from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.schema.registry import RegistryEntry
 from dynamic_ddl.sql_text import location_clause, quoted_identifier
 
-PARTITION_COLUMNS = (("_event_date", "date"), ("_batch_id", "string"))
+PARTITION_COLUMNS = (("_event_date", "date"), ("_slot", "string"))
+
+
+class OldLayoutError(Exception):
+    """A raw or child table of the layout before compaction (compaction.migrate_layout
+    moves it)."""
 
 
 def quote(name: str) -> str:
@@ -86,6 +93,8 @@ def ensure_table(
         spark.sql(create_table_sql(table, table_columns(leading, entries, texts), location))
         return
     existing = {column.lower() for column in spark.table(table).columns}
+    if PARTITION_COLUMNS[-1][0] not in existing:
+        raise OldLayoutError(f"{table} is partitioned by _batch_id, the layout before _slot")
     wanted = table_columns(leading, entries, texts)[: -len(PARTITION_COLUMNS)]
     # Leading columns too: a table made before a lineage column existed gets it.
     missing = [(name, data_type) for name, data_type in wanted if name.lower() not in existing]

@@ -8,7 +8,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
 from dynamic_ddl import steps
+from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.bookkeeping import write_quarantine
+from dynamic_ddl.ingest.compaction import migrate_layout
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import REJECT_REASON, line_numbers, line_pieces
 from dynamic_ddl.ingest.planning import bare_name, child_leading, child_table_names, raw_leading
@@ -22,7 +24,7 @@ from dynamic_ddl.ingest.raw_rows import (
 )
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.staging import LineCounts
-from dynamic_ddl.ingest.tables import ensure_table, overwrite_partitions
+from dynamic_ddl.ingest.tables import OldLayoutError, ensure_table, overwrite_partitions
 from dynamic_ddl.ingest.topics import TopicConfig
 from dynamic_ddl.schema.flatten import Leaf
 from dynamic_ddl.schema.modes import NO_ROUTES, Routes
@@ -36,13 +38,18 @@ def prepare_tables(
     spark: SparkSession, settings: IngestSettings, plans: dict[str, SchemaPlan]
 ) -> None:
     """Create each table, or add its new columns and text companions: no old partition
-    is rewritten, whatever types the batch brings (schema/type_conflicts.py)."""
+    is rewritten, whatever types the batch brings (schema/type_conflicts.py). A table of
+    the layout before compaction is moved to the current one first, once."""
     schema_name = settings.table.split(".")[0]
     for name, plan in plans.items():
         table = f"{schema_name}.{name}"
         main = table == settings.table
         leading = raw_leading(settings.topic) if main else child_leading(settings.topic)
-        ensure_table(spark, table, leading, plan.entries, plan.text_columns())
+        try:
+            ensure_table(spark, table, leading, plan.entries, plan.text_columns())
+        except OldLayoutError:
+            migrate_layout(spark_sql(spark), table)
+            ensure_table(spark, table, leading, plan.entries, plan.text_columns())
 
 
 def write_batch(

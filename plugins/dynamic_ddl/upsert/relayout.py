@@ -45,6 +45,7 @@ from dynamic_ddl.catalog import (
     table_location,
 )
 from dynamic_ddl.sql_text import (
+    located_partition,
     partition_spec,
     path_row,
     path_values,
@@ -189,8 +190,7 @@ def _point_at_store(
     )
     if versions:
         added = " ".join(
-            f"{partition_spec(layout, path_values(path))}"
-            f" location {string_literal(f'{store}/{path}/{VERSION}={version}')}"
+            located_partition(layout, path_values(path), f"{store}/{path}/{VERSION}={version}")
             for path, version in sorted(versions.items())
         )
         sql(f"alter table {new} add if not exists {added}")

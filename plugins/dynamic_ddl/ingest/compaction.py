@@ -1,0 +1,426 @@
+"""Raw and child tables kept in few files and partitions: compaction, and the move of a
+table from the layout before it.
+
+Every batch writes its own partitions, (`_event_date`, `_slot`) with the
+batch id as the slot, so a table gains a partition per day each batch
+touches, each of a few small files. Compaction, under the topic's lock:
+
+1. `plan`: the partitions of days older than `after_days` are merged into
+   one per day, and any other partition holding more files than its bytes
+   need (at `target_bytes` a file) is rewritten alone (`plan_merges`). A
+   batch the ledger has not committed is left as it is: its rerun replaces
+   its partitions.
+2. `write`: the merged rows go to `<table>__compacting`, an external table
+   under `<table location>/compacted/<id>`. A merged partition's slot is the
+   greatest batch id merged; each row keeps its `_batch_id` as data, so a
+   row's slot is never below its batch id (readers of new batches prune on
+   `_slot > seen` and stay exact on `_batch_id`).
+3. `swap`: a new definition of the table, each partition at its folder
+   (merged ones in the compacted folder, the rest where they are), is
+   swapped in (catalog.swap_in: a reader sees the table before or after).
+4. `clean`: the interim definition goes, and (on a local disk) every
+   partition folder under the table's location that no partition reads.
+
+A kill before the swap is undone by the next compaction (the interim's
+folders are read by no partition, so `clean` removes them); a kill between
+the swap's renames is mended by the next writer (catalog.recover_swap); a
+kill after it leaves only what `clean` removes next time.
+
+A table of the layout before compaction (partitioned by `_batch_id`, which
+Spark reads from the folder, never from the file) is copied once into the
+current layout and swapped in (`migrate_layout`), by the first batch or
+compaction that meets it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from urllib.parse import unquote
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import (
+    Sql,
+    drop_table,
+    local_path,
+    read_settled,
+    recover_swap,
+    swap_in,
+    table_columns,
+    table_exists,
+    table_location,
+)
+from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
+from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, EVENT_DATE_COLUMN, SLOT_COLUMN
+from dynamic_ddl.ingest.tables import PARTITION_COLUMNS, create_table_sql
+from dynamic_ddl.locks import LockSettings, held
+from dynamic_ddl.sql_text import (
+    located_partition,
+    quoted_identifier,
+    quoted_table,
+    rows_predicate,
+    sql_literal,
+    string_literal,
+)
+
+COMPACTING_SUFFIX = "__compacting"  # the merged rows, until the table reads them
+NEW_SUFFIX = "__compacted"  # the table's new definition, until it is swapped in
+LAYOUT_SUFFIX = "__layout"  # a table copied into the current layout, likewise
+COMPACTED_FOLDER = "compacted"  # under the table's location: one folder per compaction
+DEFAULT_TARGET_MB = 128
+DEFAULT_AFTER_DAYS = 2
+LAYOUT = [name for name, _ in PARTITION_COLUMNS]
+
+
+class CompactionError(Exception):
+    """A compaction asked of a table it does not apply to."""
+
+
+@dataclass(frozen=True)
+class StoredPartition:
+    """A partition with its files: `day` as text (None: no event date), where they are."""
+
+    day: str | None
+    slot: str
+    folder: str
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Merge:
+    """Partitions of one day written as one, at `slot` (the greatest of theirs), in
+    `files` files."""
+
+    day: str | None
+    slot: str
+    sources: tuple[StoredPartition, ...]
+    files: int
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """A table's partitions and files before and after a compaction."""
+
+    table: str
+    partitions_before: int
+    files_before: int
+    partitions_after: int
+    files_after: int
+    migrated: bool = False
+
+    def message(self) -> str:
+        """One line for dbt's log.
+
+        Example:
+            >>> CompactionResult("raw.raw_t", 40, 52, 4, 4).message()
+            'raw.raw_t: compacted 40 partitions in 52 files into 4 partitions in 4 files'
+        """
+        moved = " (moved to the layout with _slot first)" if self.migrated else ""
+        return (
+            f"{self.table}: compacted {self.partitions_before} partitions in"
+            f" {self.files_before} files into {self.partitions_after} partitions in"
+            f" {self.files_after} files{moved}"
+        )
+
+
+def files_needed(size: int, target_bytes: int) -> int:
+    """How many files `size` bytes take at `target_bytes` a file (at least one).
+
+    Example:
+        >>> files_needed(0, 100), files_needed(100, 100), files_needed(101, 100)
+        (1, 1, 2)
+    """
+    return max(1, math.ceil(size / target_bytes))
+
+
+def plan_merges(
+    partitions: Sequence[StoredPartition], merge_before: date | None, target_bytes: int
+) -> list[Merge]:
+    """What to rewrite: every day before `merge_before` (and the rows without an event
+    date) with more than one partition becomes one; any partition left alone but holding
+    more files than its bytes need is rewritten by itself. None: merge no day.
+
+    Example:
+        >>> p = [StoredPartition("2026-11-01", s, "f", 1, 10) for s in ("b1", "b2")]
+        >>> [(m.day, m.slot, len(m.sources)) for m in plan_merges(p, date(2026, 11, 2), 100)]
+        [('2026-11-01', 'b2', 2)]
+        >>> plan_merges(p, date(2026, 11, 1), 100)
+        []
+    """
+    by_day: dict[str | None, list[StoredPartition]] = {}
+    for partition in partitions:
+        by_day.setdefault(partition.day, []).append(partition)
+    merges = []
+    for day, group in sorted(by_day.items(), key=lambda item: item[0] or ""):
+        old = merge_before is not None and (day is None or date.fromisoformat(day) < merge_before)
+        groups = [group] if old else [[partition] for partition in group]
+        for sources in groups:
+            size = sum(p.bytes for p in sources)
+            files = files_needed(size, target_bytes)
+            if len(sources) > 1 or sum(p.files for p in sources) > files:
+                slot = max(p.slot for p in sources)
+                merges.append(Merge(day, slot, tuple(sources), files))
+    return merges
+
+
+def merge_before_day(after_days: int | None, today: date | None = None) -> date | None:
+    """The first day not merged: `after_days` before today (UTC); None merges none.
+
+    Example:
+        >>> merge_before_day(2, date(2026, 11, 24)), merge_before_day(None)
+        (datetime.date(2026, 11, 22), None)
+    """
+    if after_days is None:
+        return None
+    return (today or datetime.now(UTC).date()) - timedelta(days=int(after_days))
+
+
+def stored_partitions(sql: Sql, table: str) -> list[StoredPartition]:
+    """Every partition of `table` that holds files, with its folder, files and bytes.
+    Reads file metadata and row counts only (`_metadata`), no column."""
+    rows = sql(
+        f"select cast({quoted_identifier(EVENT_DATE_COLUMN)} as string),"
+        f" {quoted_identifier(SLOT_COLUMN)}, _metadata.file_path, max(_metadata.file_size)"
+        f" from {quoted_table(table)} group by 1, 2, 3"
+    )
+    found: dict[tuple[str | None, str], list[tuple[str, int]]] = {}
+    for day, slot, path, size in rows:
+        found.setdefault((day, slot), []).append((path, int(size)))
+    return [
+        StoredPartition(day, slot, _folder(files[0][0]), len(files), sum(s for _, s in files))
+        for (day, slot), files in sorted(found.items(), key=lambda item: repr(item[0]))
+    ]
+
+
+def _folder(file_path: str) -> str:
+    """The folder of a file as `_metadata.file_path` gives it (URL-encoded: the folder's
+    own name keeps the `%` escapes Spark put in partition folder names).
+
+    Example:
+        >>> _folder("file:/w/t/_slot=a%253Ab%20c/part-0.parquet")
+        'file:/w/t/_slot=a%3Ab c'
+    """
+    return unquote(file_path).rsplit("/", 1)[0]
+
+
+def topic_tables(sql: Sql, table: str) -> list[str]:
+    """The raw table `table` (`schema.name`) and its child tables, as the schema registry
+    knows them; a clear error for a table that is not a raw table."""
+    schema, name = table.split(".")
+    registry = BookkeepingTables.in_schema(schema).registry
+    rows = []
+    if table_exists(sql, registry):
+        rows = read_settled(
+            sql,
+            registry,
+            f"select distinct table_name from {registry} where topic in (select topic"
+            f" from {registry} where table_name = {sql_literal(name)})",
+        )
+    names = sorted(row[0] for row in rows)
+    if name not in names:
+        raise CompactionError(
+            f"{table} is not a raw table the schema registry knows: compact names a raw"
+            " model (raw_<topic>), whose child tables are compacted with it."
+        )
+    return [table, *(f"{schema}.{other}" for other in names if other != name)]
+
+
+def uncommitted_batches(sql: Sql, table: str) -> set[str]:
+    """The batch ids of `table`'s topic that the ledger has not committed (a killed run's:
+    the next run of the raw model writes them again)."""
+    schema, name = table.split(".")
+    tables = BookkeepingTables.in_schema(schema)
+    if not table_exists(sql, tables.ledger):
+        return set()
+    rows = read_settled(
+        sql,
+        tables.ledger,
+        f"select batch_id from {tables.ledger} where topic in (select topic from"
+        f" {tables.registry} where table_name = {sql_literal(name)}) group by batch_id"
+        " having max(case when state = 'committed' then 1 else 0 end) = 0",
+    )
+    return {row[0] for row in rows}
+
+
+def compact_topic(
+    sql: Sql,
+    table: str,
+    after_days: int | None = DEFAULT_AFTER_DAYS,
+    target_mb: float = DEFAULT_TARGET_MB,
+    lock: LockSettings | None = None,
+    today: date | None = None,
+) -> list[CompactionResult]:
+    """Compact the raw table `table` and its child tables (see the module docstring),
+    under the topic's lock, which its raw model holds while it ingests."""
+    target_bytes = int(target_mb * 2**20)
+    with held(sql, table, lock):
+        tables = topic_tables(sql, table)
+        for each in tables:  # a swap killed between its renames: put the table back
+            recover_swap(sql, each)
+        pending = uncommitted_batches(sql, table)
+        merge_before = merge_before_day(after_days, today)
+        return [compact_table(sql, each, merge_before, target_bytes, pending) for each in tables]
+
+
+def compact_table(
+    sql: Sql,
+    table: str,
+    merge_before: date | None,
+    target_bytes: int,
+    pending: Collection[str] = (),
+) -> CompactionResult:
+    """Compact one raw or child table (steps 1-4); the caller holds the topic's lock."""
+    clean_compaction(sql, table)
+    migrated = migrate_layout(sql, table)
+    before = stored_partitions(sql, table)
+    steps.reached("raw_compaction.plan")
+    merges = plan_merges([p for p in before if p.slot not in pending], merge_before, target_bytes)
+    if merges:
+        interim = table + COMPACTING_SUFFIX
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        location = f"{table_location(sql, table)}/{COMPACTED_FOLDER}/{stamp}"
+        _write_merged(sql, table, interim, location, merges)
+        _swap(sql, table, before, merges, stored_partitions(sql, interim))
+    clean_compaction(sql, table)
+    after = stored_partitions(sql, table) if merges else before
+    return CompactionResult(
+        table,
+        len(before),
+        sum(p.files for p in before),
+        len(after),
+        sum(p.files for p in after),
+        migrated,
+    )
+
+
+def _write_merged(
+    sql: Sql, table: str, interim: str, location: str, merges: Sequence[Merge]
+) -> None:
+    """Step 2: the rows of the merges' partitions into the interim table at `location`,
+    each merge as one partition at its slot, spread over its number of files."""
+    steps.reached("raw_compaction.write")
+    drop_table(sql, interim)
+    sql(
+        f"create table {quoted_table(interim)} like {quoted_table(table)}"
+        f" location {string_literal(location)}"
+    )
+    data = [n for n, _ in table_columns(sql, table) if n not in LAYOUT]
+    selected = ", ".join(f"t.{quoted_identifier(n)}" for n in data)
+    merged = ", ".join(
+        f"({sql_literal(m.day)}, {sql_literal(p.slot)}, {sql_literal(m.slot)}, {m.files})"
+        for m in merges
+        for p in m.sources
+    )
+    day, slot = (f"t.{quoted_identifier(name)}" for name in LAYOUT)
+    days = rows_predicate([EVENT_DATE_COLUMN], sorted({(m.day,) for m in merges}, key=repr), "t")
+    sql(
+        f"insert overwrite table {quoted_table(interim)} select {selected}, {day}, m.slot"
+        f" from {quoted_table(table)} t join (values {merged}) as m(day, source, slot, files)"
+        f" on {day} <=> cast(m.day as date) and {slot} = m.source where {days}"
+        # A merge's rows go to `files` tasks, so it is written as at most that many files.
+        f" distribute by {day}, m.slot, pmod(hash(t._source_file, t._line_number), m.files)"
+    )
+
+
+def _swap(
+    sql: Sql,
+    table: str,
+    before: Sequence[StoredPartition],
+    merges: Sequence[Merge],
+    merged: Sequence[StoredPartition],
+) -> None:
+    """Step 3: a definition of `table` reading the merged partitions from the interim's
+    folders and every other partition where it is, swapped in."""
+    steps.reached("raw_compaction.swap")
+    new = table + NEW_SUFFIX
+    replaced = {(p.day, p.slot) for m in merges for p in m.sources}
+    kept = [p for p in before if (p.day, p.slot) not in replaced]
+    drop_table(sql, new)
+    sql(
+        f"create table {quoted_table(new)} like {quoted_table(table)}"
+        f" location {string_literal(table_location(sql, table))}"
+    )
+    added = " ".join(
+        located_partition(LAYOUT, [p.day, p.slot], p.folder)
+        for p in sorted([*kept, *merged], key=lambda p: (p.day or "", p.slot))
+    )
+    if added:
+        sql(f"alter table {quoted_table(new)} add if not exists {added}")
+    swap_in(sql, new, table)
+
+
+def clean_compaction(sql: Sql, table: str) -> None:
+    """Step 4, also what undoes or finishes a killed compaction: drop the interim and new
+    definitions, and (on a local disk) every partition folder under the table's location
+    that no partition of the table reads. Nothing when the table is missing."""
+    steps.reached("raw_compaction.clean")
+    drop_table(sql, table + NEW_SUFFIX)
+    drop_table(sql, table + COMPACTING_SUFFIX)
+    if not table_exists(sql, table):
+        return
+    root = local_path(table_location(sql, table))
+    if root is None:
+        return  # another file system: only Spark reaches it, and SQL cannot list it
+    read = {local_path(p.folder) for p in stored_partitions(sql, table)}
+    for folder in [*root.glob("*=*/*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*/*=*")]:
+        if folder not in read and any(folder.iterdir()):
+            shutil.rmtree(folder, ignore_errors=True)
+    for folder in [*root.glob("*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*")]:
+        _remove_if_empty(folder)
+    for folder in root.glob(f"{COMPACTED_FOLDER}/*"):
+        _remove_if_empty(folder)
+
+
+def _remove_if_empty(folder) -> None:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def migrate_layout(sql: Sql, table: str) -> bool:
+    """Copy a table partitioned by (`_event_date`, `_batch_id`), the layout before
+    compaction, into the current one at the next `v<n>` folder, and swap it in; False
+    when the table has the current layout already. Under the topic's lock."""
+    columns = table_columns(sql, table)
+    names = [name for name, _ in columns]
+    if SLOT_COLUMN in names or BATCH_ID_COLUMN not in names:
+        return False
+    steps.reached("raw_layout.copy")
+    staging = table + LAYOUT_SUFFIX
+    old_root = table_location(sql, table)
+    new_root = _next_root(old_root)
+    data = [(n, t) for n, t in columns if n not in (EVENT_DATE_COLUMN, BATCH_ID_COLUMN)]
+    at = next((i + 1 for i, (n, _) in enumerate(data) if n == "_ingested_at"), 0)
+    data.insert(at, (BATCH_ID_COLUMN, "string"))
+    drop_table(sql, staging)
+    sql(create_table_sql(quoted_table(staging), [*data, *PARTITION_COLUMNS], new_root))
+    selected = ", ".join(quoted_identifier(n) for n, _ in data)
+    sql(
+        f"insert overwrite table {quoted_table(staging)} select {selected},"
+        f" {quoted_identifier(EVENT_DATE_COLUMN)}, {quoted_identifier(BATCH_ID_COLUMN)}"
+        f" from {quoted_table(table)}"
+    )
+    steps.reached("raw_layout.swap")
+    swap_in(sql, staging, table)
+    steps.reached("raw_layout.remove_old")
+    folder = local_path(old_root)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def _next_root(location: str) -> str:
+    """The folder a table moves to: `.../v<n+1>` after `.../v<n>`.
+
+    Example:
+        >>> _next_root("file:/w/raw/raw_t/v1"), _next_root("file:/w/raw/raw_t")
+        ('file:/w/raw/raw_t/v2', 'file:/w/raw/raw_t/v2')
+    """
+    found = re.fullmatch(r"(.*)/v(\d+)", location)
+    if found is None:
+        return f"{location}/v2"
+    return f"{found.group(1)}/v{int(found.group(2)) + 1}"

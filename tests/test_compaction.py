@@ -1,0 +1,152 @@
+"""Compaction of raw and child tables, and the move from the layout before it
+(ingest/compaction.py): the same rows with the same batch ids, fewer partitions and
+files, readers of new batches still exact, a batch not committed left to its rerun."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dynamic_ddl import steps
+from dynamic_ddl.catalog import local_path, spark_sql, table_location
+from dynamic_ddl.ingest.compaction import (
+    CompactionError,
+    compact_topic,
+    files_needed,
+    stored_partitions,
+)
+from dynamic_ddl.landing.batches import unseen_batches_filter
+from tests.test_hostile_inbox import assert_every_line_accounted_for, ingest, write_lines
+
+SCHEMA = "compaction"
+RAW, CHILD = f"{SCHEMA}.raw_feed", f"{SCHEMA}.raw_feed__tags"
+
+
+@pytest.fixture
+def schema(spark):
+    spark.sql(f"drop database if exists {SCHEMA} cascade")
+    spark.sql(f"create database {SCHEMA}")
+    return SCHEMA
+
+
+def _line(n: int, day: int) -> str:
+    return (
+        f'{{"id": {n}, "ts": "2026-11-0{day}T08:00:00Z", "n": {n},'
+        f' "tags": [{{"k": "t{n}"}}, {{"k": "u{n}"}}]}}'
+    )
+
+
+def _rows(spark, table: str) -> list[tuple]:
+    """Every row as (column, value) pairs, `_slot` left out (the batch id is kept exactly)."""
+    spark.sql(f"refresh table {table}")
+    frame = spark.table(table).drop("_slot")
+    return sorted(
+        tuple(sorted((k, str(v)) for k, v in row.asDict().items())) for row in frame.collect()
+    )
+
+
+def _folders_on_disk(spark, table: str) -> set[Path]:
+    root = local_path(table_location(spark_sql(spark), table))
+    return {
+        p for p in [*root.glob("*=*/*=*"), *root.glob("compacted/*/*=*/*=*")] if any(p.iterdir())
+    }
+
+
+def _folders_read(spark, table: str) -> set[Path]:
+    return {local_path(p.folder) for p in stored_partitions(spark_sql(spark), table)}
+
+
+def test_compaction_merges_old_days_and_keeps_every_row_and_batch_id(spark, schema, tmp_path):
+    inbox = tmp_path / "inbox"
+    for batch in range(4):  # each batch touches every day
+        write_lines(
+            inbox, f"b{batch}.json", [_line(10 * batch + i, 1 + (batch + i) % 3) for i in range(4)]
+        )
+        ingest(spark, schema, inbox)
+    write_lines(inbox, "late.json", [_line(90, 1), _line(91, 3)])
+
+    def stop_before_commit(step: str) -> None:  # the last batch stays pending
+        if step == "raw.write_registry":
+            raise steps.Interrupted(step)
+
+    with pytest.raises(steps.Interrupted), steps.hooked(stop_before_commit):
+        ingest(spark, schema, inbox)
+    sql = spark_sql(spark)
+    before = {table: _rows(spark, table) for table in (RAW, CHILD)}
+    first = min(row[0] for row in spark.sql(f"select _batch_id from {RAW}").collect())
+    unseen = unseen_batches_filter(sql, "_batch_id", None, RAW)
+    seen_then = sorted(
+        r.id for r in spark.table(RAW).where(f"_batch_id > '{first}' and {unseen}").collect()
+    )
+    partitions = {table: stored_partitions(sql, table) for table in (RAW, CHILD)}
+    pending = {row[0] for row in spark.sql(f"select _batch_id from {RAW} where id >= 90").collect()}
+
+    results = compact_topic(sql, RAW, after_days=0, target_mb=128)
+
+    assert [r.table for r in results] == [RAW, CHILD]
+    for table in (RAW, CHILD):
+        assert _rows(spark, table) == before[table], f"{table} changed its rows"
+        after = stored_partitions(sql, table)
+        # One partition per day, besides the pending batch's own (left to its rerun).
+        merged = [p for p in after if p.slot not in pending]
+        assert sorted(p.day for p in merged) == ["2026-11-01", "2026-11-02", "2026-11-03"]
+        kept = {(p.day, p.slot) for p in after if p.slot in pending}
+        assert kept == {(p.day, p.slot) for p in partitions[table] if p.slot in pending}
+        assert all(p.files <= files_needed(p.bytes, 128 * 2**20) for p in after)
+        assert _folders_on_disk(spark, table) == _folders_read(spark, table)
+        wrong = spark.sql(f"select count(*) from {table} where _slot < _batch_id").first()[0]
+        assert wrong == 0, "a row's slot is below its batch id"
+    assert results[0].partitions_after < results[0].partitions_before
+    # A reader of new batches takes exactly what it took before.
+    unseen = unseen_batches_filter(sql, "_batch_id", None, RAW)
+    rows = spark.table(RAW).where(f"_batch_id > '{first}' and {unseen}").collect()
+    assert sorted(r.id for r in rows) == seen_then
+
+    ingest(spark, schema, inbox)  # the pending batch's rerun replaces its partitions only
+    assert_every_line_accounted_for(spark, schema)
+    assert spark.table(RAW).count() == len(before[RAW])
+    again = compact_topic(sql, RAW, after_days=0, target_mb=128)[0]
+    assert again.partitions_after == 3
+    assert (
+        compact_topic(sql, RAW, after_days=0)[0].files_before == again.files_after
+    )  # nothing left
+
+
+def test_young_days_keep_their_partitions_and_other_tables_are_refused(spark, schema, tmp_path):
+    inbox = tmp_path / "inbox"
+    for batch in range(2):
+        write_lines(inbox, f"b{batch}.json", [_line(batch, 1)])
+        ingest(spark, schema, inbox)
+    sql = spark_sql(spark)
+    result = compact_topic(sql, RAW, after_days=None)[0]  # no day is old enough
+    assert (result.partitions_before, result.partitions_after) == (2, 2)
+    with pytest.raises(CompactionError, match="not a raw table"):
+        compact_topic(sql, f"{SCHEMA}.raw_file_ledger")
+
+
+def test_a_table_of_the_layout_before_slots_is_moved_by_the_next_batch(spark, schema, tmp_path):
+    inbox = tmp_path / "inbox"
+    write_lines(inbox, "a.json", [_line(1, 1), _line(2, 2)])
+    ingest(spark, schema, inbox)
+    for table in (RAW, CHILD):  # as the versions before compaction wrote it
+        old = f"{table}_old"
+        columns = [
+            c for c in spark.table(table).columns if c not in ("_slot", "_event_date", "_batch_id")
+        ]
+        spark.sql(
+            f"create table {old} using parquet partitioned by (_event_date, _batch_id)"
+            f" location '{tmp_path}/{old.split('.')[1]}/v1'"
+            f" as select {', '.join(columns)}, _event_date, _batch_id from {table}"
+        )
+        spark.sql(f"drop table {table}")
+        spark.sql(f"alter table {old} rename to {table}")
+    before = _rows(spark, RAW)
+    write_lines(inbox, "b.json", [_line(3, 1)])
+    ingest(spark, schema, inbox)
+    for table in (RAW, CHILD):  # each table the topic writes, with or without new rows
+        assert "_slot" in spark.table(table).columns
+        assert spark.table(table).where("_slot >= _batch_id").count() == len(_rows(spark, table))
+    assert set(before) < set(_rows(spark, RAW))
+    assert_every_line_accounted_for(spark, schema)
+    assert not (tmp_path / "raw_feed_old" / "v1").exists(), "the old folder was left behind"
