@@ -23,6 +23,7 @@ import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import local_path, spark_sql, table_location
+from dynamic_ddl.ingest.compaction import compact_topic, stored_partitions
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
 from dynamic_ddl.sql_text import location_clause
@@ -173,6 +174,60 @@ def _raw_history_visible(spark, schema: str, before: dict) -> None:
 def _second_batch(spark, schema, inbox):
     _write(inbox, "a.json", BATCH_1)
     _ingest(spark, schema, inbox)
+    _write(inbox, "b.json", BATCH_2)
+
+
+# Lines without arrays: no child table, whose steps would repeat the raw table's.
+FLAT_BATCHES = (
+    ['{"id": "1", "ts": "2026-11-01T08:00:00Z", "n": 1}', "not json"],
+    ['{"id": "2", "ts": "2026-11-01T09:00:00Z", "s": "b"}', '{"id": "3", "ts": "2026-11-02"}'],
+)
+
+
+def _two_batches(spark, schema, inbox):
+    """Two batches that both wrote a day (two partitions to merge into one)."""
+    for number, lines in enumerate(FLAT_BATCHES):
+        _write(inbox, f"{number}.json", lines)
+        _ingest(spark, schema, inbox)
+
+
+def _compact(spark, schema, inbox):
+    """Compact the raw table, every day old enough to merge; no folder is left that no
+    partition reads."""
+    results = compact_topic(_sql(spark), f"{schema}.raw_kills", after_days=0)
+    for result in results:
+        root = local_path(table_location(spark_sql(spark), result.table))
+        read = {local_path(p.folder) for p in stored_partitions(spark_sql(spark), result.table)}
+        folders = [*root.glob("*=*/*=*"), *root.glob("compacted/*/*=*/*=*")]
+        assert {f for f in folders if any(f.iterdir())} == read, f"{result.table} left folders"
+
+
+def _raw_rows_unchanged(spark, schema, before, after):
+    """The raw table holds the rows it held, under its name or under the retired name
+    between a swap's two renames (which the next run puts back)."""
+    for name in ("raw_kills",):
+        table = f"{schema}.{name}"
+        if not spark.catalog.tableExists(table):
+            table += "__dbt_old"
+        assert _rows(spark, table) == before[name], f"{name} changed"
+
+
+def _old_layout(spark, schema, inbox):
+    """A raw table as the versions before compaction wrote it (partitioned by
+    `_batch_id`), and a new file to ingest."""
+    _write(inbox, "a.json", FLAT_BATCHES[0])
+    _ingest(spark, schema, inbox)
+    for name in ("raw_kills",):
+        table, old = f"{schema}.{name}", f"{schema}.{name}_old"
+        location = f"{local_path(table_location(spark_sql(spark), table)).parent}_old/v1"
+        kept = ("_slot", "_event_date", "_batch_id")
+        columns = ", ".join(c for c in spark.table(table).columns if c not in kept)
+        spark.sql(
+            f"create table {old} using parquet partitioned by (_event_date, _batch_id)"
+            f" location '{location}' as select {columns}, _event_date, _batch_id from {table}"
+        )
+        spark.sql(f"drop table {table}")
+        spark.sql(f"alter table {old} rename to {table}")
     _write(inbox, "b.json", BATCH_2)
 
 
@@ -461,6 +516,19 @@ SCENARIOS = [
         _ingest,
         _raw_whole,
         ("raw.add_columns", "raw.write_"),
+    ),
+    # Compaction of a raw table (a child table's are the same steps): merged, swapped
+    # in, cleaned.
+    Scenario(
+        "raw_compaction",
+        _two_batches,
+        _compact,
+        _raw_rows_unchanged,
+        ("raw_compaction.", "swap.rename_new"),
+    ),
+    # A table of the layout before compaction, moved by the next batch.
+    Scenario(
+        "raw_layout_migration", _old_layout, _ingest, _raw_whole, ("raw_layout.", "swap.rename_new")
     ),
     # A ledger of the first layout moved to one partitioned by batch.
     Scenario(

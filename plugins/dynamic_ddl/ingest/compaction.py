@@ -18,13 +18,14 @@ touches, each of a few small files. Compaction, under the topic's lock:
 3. `swap`: a new definition of the table, each partition at its folder
    (merged ones in the compacted folder, the rest where they are), is
    swapped in (catalog.swap_in: a reader sees the table before or after).
-4. `clean`: the interim definition goes, and (on a local disk) every
-   partition folder under the table's location that no partition reads.
+4. `clean`: (on a local disk) every partition folder under the table's
+   location that no partition reads goes, then the interim definition.
 
-A kill before the swap is undone by the next compaction (the interim's
-folders are read by no partition, so `clean` removes them); a kill between
-the swap's renames is mended by the next writer (catalog.recover_swap); a
-kill after it leaves only what `clean` removes next time.
+The interim table marks a compaction not finished: the next compaction
+cleans first. A kill before the swap is so undone (the interim's folders
+are read by no partition); a kill between the swap's renames is mended
+first by the next writer (catalog.recover_swap); a kill after the swap is
+finished.
 
 A table of the layout before compaction (partitioned by `_batch_id`, which
 Spark reads from the folder, never from the file) is copied once into the
@@ -44,6 +45,7 @@ from urllib.parse import unquote
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
+    RETIRED_SUFFIX,
     Sql,
     drop_table,
     local_path,
@@ -275,10 +277,10 @@ def compact_table(
     pending: Collection[str] = (),
 ) -> CompactionResult:
     """Compact one raw or child table (steps 1-4); the caller holds the topic's lock."""
-    clean_compaction(sql, table)
+    if table_exists(sql, table + COMPACTING_SUFFIX):  # a compaction was killed
+        clean_compaction(sql, table)
     migrated = migrate_layout(sql, table)
-    before = stored_partitions(sql, table)
-    steps.reached("raw_compaction.plan")
+    before = after = stored_partitions(sql, table)
     merges = plan_merges([p for p in before if p.slot not in pending], merge_before, target_bytes)
     if merges:
         interim = table + COMPACTING_SUFFIX
@@ -286,8 +288,7 @@ def compact_table(
         location = f"{table_location(sql, table)}/{COMPACTED_FOLDER}/{stamp}"
         _write_merged(sql, table, interim, location, merges)
         _swap(sql, table, before, merges, stored_partitions(sql, interim))
-    clean_compaction(sql, table)
-    after = stored_partitions(sql, table) if merges else before
+        after = clean_compaction(sql, table)
     return CompactionResult(
         table,
         len(before),
@@ -354,26 +355,27 @@ def _swap(
     swap_in(sql, new, table)
 
 
-def clean_compaction(sql: Sql, table: str) -> None:
-    """Step 4, also what undoes or finishes a killed compaction: drop the interim and new
-    definitions, and (on a local disk) every partition folder under the table's location
-    that no partition of the table reads. Nothing when the table is missing."""
+def clean_compaction(sql: Sql, table: str) -> list[StoredPartition]:
+    """Step 4, also what undoes or finishes a killed compaction (the interim table is
+    its mark, dropped last): drop the new and retired definitions, remove (on a local
+    disk) every partition folder under the table's location that no partition of the
+    table reads, then the interim definition. The partitions the table reads."""
     steps.reached("raw_compaction.clean")
     drop_table(sql, table + NEW_SUFFIX)
-    drop_table(sql, table + COMPACTING_SUFFIX)
-    if not table_exists(sql, table):
-        return
+    drop_table(sql, table + RETIRED_SUFFIX)  # a swap killed before its last step
+    partitions = stored_partitions(sql, table)
     root = local_path(table_location(sql, table))
-    if root is None:
-        return  # another file system: only Spark reaches it, and SQL cannot list it
-    read = {local_path(p.folder) for p in stored_partitions(sql, table)}
-    for folder in [*root.glob("*=*/*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*/*=*")]:
-        if folder not in read and any(folder.iterdir()):
-            shutil.rmtree(folder, ignore_errors=True)
-    for folder in [*root.glob("*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*")]:
-        _remove_if_empty(folder)
-    for folder in root.glob(f"{COMPACTED_FOLDER}/*"):
-        _remove_if_empty(folder)
+    if root is not None:  # elsewhere only Spark reaches the files, and SQL cannot list them
+        read = {local_path(p.folder) for p in partitions}
+        for folder in [*root.glob("*=*/*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*/*=*")]:
+            if folder not in read and any(folder.iterdir()):
+                shutil.rmtree(folder, ignore_errors=True)
+        for folder in [*root.glob("*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*")]:
+            _remove_if_empty(folder)
+        for folder in root.glob(f"{COMPACTED_FOLDER}/*"):
+            _remove_if_empty(folder)
+    drop_table(sql, table + COMPACTING_SUFFIX)
+    return partitions
 
 
 def _remove_if_empty(folder) -> None:
