@@ -257,6 +257,9 @@ HINTED_BATCH = [
 ]
 
 
+COMPACTED_TOPIC = {"record_key": ["id"], "event_time": "ts"}
+
+
 class SchemaControlSuite:
     """Schema control through `dbt`: a topic with a prefix per routing mode (rescue,
     discard_row, discard_value; hinted too), a topic frozen under `_data` (the first
@@ -276,6 +279,7 @@ class SchemaControlSuite:
             "hinted": HINTED_TOPIC,
             "routed": ROUTED_TOPIC,
             "overridden": OVERRIDDEN_TOPIC,
+            "compacted": COMPACTED_TOPIC,
         }
         return {
             "vars": {"inbox_dir": str(inbox), "raw_topics": topics},
@@ -288,11 +292,14 @@ class SchemaControlSuite:
 
         properties = _project_sources()
         properties["models"].append({"name": "raw_overridden", "config": {"meta": MODEL_META}})
+        compaction = {"compact_every": 2, "compact_after_days": 0}
+        properties["models"].append({"name": "raw_compacted", "config": compaction})
         return {
             "raw_frozen.py": model_source(FROZEN_TOPIC),
             "raw_hinted.py": model_source(HINTED_TOPIC),
             "raw_routed.py": model_source(ROUTED_TOPIC),
             "raw_overridden.py": model_source(OVERRIDDEN_TOPIC),
+            "raw_compacted.py": model_source(COMPACTED_TOPIC),
             "_raw.yml": yaml.safe_dump(properties),
         }
 
@@ -386,6 +393,41 @@ class SchemaControlSuite:
         run_dbt(["build", "--select", "raw_frozen", "--vars", thawed])
         rows = project.run_sql(f"select id, data_new from {raw} order by id", fetch="all")
         assert [tuple(row) for row in rows] == [(1, None), (2, "x")]
+
+    def test_compaction_after_every_second_batch_and_on_demand(self, project, inbox):
+        """`compact_every: 2` merges each day's batch partitions when the second batch
+        commits; `dbt run-operation compact` does it on demand; rows and their batch
+        ids stay as they were."""
+        raw = f"{project.test_schema}.raw_compacted"
+
+        def partitions() -> int:
+            return len(project.run_sql(f"show partitions {raw}", fetch="all"))
+
+        for number, days in enumerate((("01", "02"), ("01", "02"), ("01",))):
+            lines = [
+                json.dumps({"id": f"{number}{d}", "ts": f"2026-11-{d}T08:00:00Z"}) for d in days
+            ]
+            _write_batch(inbox / "compacted" / f"dt=2026-11-0{number + 1}", lines)
+            _, logs = run_dbt_and_capture(["run", "--select", "raw_compacted"])
+            if number == 1:
+                assert "compacted 4 partitions in 4 files into 2 partitions" in logs
+                assert partitions() == 2
+        assert partitions() == 3
+        args = json.dumps({"model": "raw_compacted"})
+        _, logs = run_dbt_and_capture(["run-operation", "compact", "--args", args])
+        assert "compacted 3 partitions in 3 files into 2 partitions in 2 files" in logs
+        rows = project.run_sql(
+            f"select id, _event_date, _batch_id <= _slot from {raw} order by id", fetch="all"
+        )
+        assert [tuple(map(str, row)) for row in rows] == [
+            ("001", "2026-11-01", "True"),
+            ("002", "2026-11-02", "True"),
+            ("101", "2026-11-01", "True"),
+            ("102", "2026-11-02", "True"),
+            ("201", "2026-11-01", "True"),
+        ]
+        batches = project.run_sql(f"select count(distinct _batch_id) from {raw}", fetch="one")
+        assert batches[0] == 3
 
 
 class TestSchemaControl(SchemaControlSuite):

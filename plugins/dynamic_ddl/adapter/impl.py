@@ -279,6 +279,29 @@ class DynamicSparkAdapter(SparkAdapter):
             raise CompilationError(str(error)) from None
 
     @available
+    def compact_raw(self, relation: Any, options: dict[str, Any]) -> list[str]:
+        """Compact a raw model's table and its child tables (ingest/compaction.py), by
+        the `compact_after_days` and `compact_target_mb` in `options`, under the topic's
+        lock; a line per table saying what it did."""
+        from dynamic_ddl.ingest.compaction import CompactionError, CompactionPolicy, compact_topic
+        from dynamic_ddl.ingest.topics import ConfigError
+        from dynamic_ddl.locks import LockSettings
+
+        table = f"{relation.schema}.{relation.identifier}"
+        try:
+            policy = CompactionPolicy.from_config(options, f"compact of {relation.identifier}")
+            results = compact_topic(
+                self._fetch_rows,
+                table,
+                policy.after_days,
+                policy.target_mb,
+                LockSettings.from_env(options.get("lock_wait_seconds")),
+            )
+        except (CompactionError, ConfigError) as error:
+            raise CompilationError(str(error)) from None
+        return [result.message() for result in results]
+
+    @available
     def repartition_upsert(
         self, relation: Any, partition_by: Any, tombstone_days: int | None = None
     ) -> str | None:

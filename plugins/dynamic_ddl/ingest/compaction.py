@@ -41,6 +41,7 @@ import shutil
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 from urllib.parse import unquote
 
 from dynamic_ddl import steps
@@ -59,6 +60,7 @@ from dynamic_ddl.catalog import (
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, EVENT_DATE_COLUMN, SLOT_COLUMN
 from dynamic_ddl.ingest.tables import PARTITION_COLUMNS, create_table_sql
+from dynamic_ddl.ingest.topics import ConfigError
 from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.sql_text import (
     located_partition,
@@ -80,6 +82,57 @@ LAYOUT = [name for name, _ in PARTITION_COLUMNS]
 
 class CompactionError(Exception):
     """A compaction asked of a table it does not apply to."""
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When and how a raw model compacts its tables (its config `compact_every`,
+    `compact_after_days`, `compact_target_mb`; the `compact` operation's arguments)."""
+
+    every: int | None = None  # batches between compactions; None: only when asked
+    after_days: int | None = DEFAULT_AFTER_DAYS  # days older merge; None: no day merges
+    target_mb: float = DEFAULT_TARGET_MB  # the size files are written near
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], where: str) -> CompactionPolicy:
+        """The policy from `compact_*` settings; a bad value is an error naming the fix.
+
+        Example:
+            >>> CompactionPolicy.from_config({"compact_every": 20}, "model raw_t")
+            CompactionPolicy(every=20, after_days=2, target_mb=128)
+        """
+        every = _whole(config, "compact_every", where, minimum=1, default=None)
+        after = _whole(config, "compact_after_days", where, minimum=0, default=DEFAULT_AFTER_DAYS)
+        target = config.get("compact_target_mb")
+        if target is None:
+            target = DEFAULT_TARGET_MB
+        elif isinstance(target, bool) or not isinstance(target, int | float) or target <= 0:
+            raise ConfigError(
+                f"{where}: compact_target_mb must be a number of megabytes above 0, not {target!r}."
+            )
+        return cls(every, after, target)
+
+    def due(self, committed_before: int, committed_now: int) -> bool:
+        """Whether a run that took the topic from `committed_before` committed batches to
+        `committed_now` crossed a multiple of `every`.
+
+        Example:
+            >>> policy = CompactionPolicy(every=20)
+            >>> policy.due(19, 21), policy.due(20, 21), CompactionPolicy().due(0, 99)
+            (True, False, False)
+        """
+        if not self.every:
+            return False
+        return committed_now // self.every > committed_before // self.every
+
+
+def _whole(config: dict[str, Any], name: str, where: str, minimum: int, default: int | None):
+    value = config.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{where}: {name} must be a whole number >= {minimum}, not {value!r}.")
+    return value
 
 
 @dataclass(frozen=True)

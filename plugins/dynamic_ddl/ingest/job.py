@@ -29,6 +29,9 @@ new files), its steps in the modules named:
 A run killed anywhere leaves the batch `pending`; the next run repeats it
 under the same batch id, overwriting the same partitions, so the result is
 the result of an uninterrupted run.
+
+A model configured with `compact_every: N` compacts its tables, still under
+the lock, when its run crosses every N-th committed batch (compaction.py).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from dynamic_ddl.ingest.bookkeeping import (
     write_ledger_batch,
     write_registry,
 )
+from dynamic_ddl.ingest.compaction import compact_topic
 from dynamic_ddl.ingest.inbox_links import link_files, link_folder
 from dynamic_ddl.ingest.ledger import (
     COMMITTED,
@@ -141,6 +145,13 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
             started = time.monotonic()
             summaries.append(ingest_batch(spark, settings, batch))
             PROGRESS.info(batch_done(settings.table, summaries, time.monotonic() - started))
+        committed = len({entry.batch_id for entry in ledger if entry.state == COMMITTED})
+        if settings.compaction.due(committed, committed + len(summaries)):
+            compaction = settings.compaction
+            for result in compact_topic(
+                spark_sql(spark), settings.table, compaction.after_days, compaction.target_mb
+            ):
+                PROGRESS.info(result.message())
     rows = [tuple(vars(summary).values()) for summary in summaries]
     return local_dataframe(spark, rows, SUMMARY_COLUMNS)
 

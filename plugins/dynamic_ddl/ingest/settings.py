@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
+from dynamic_ddl.ingest.compaction import CompactionPolicy
 from dynamic_ddl.ingest.ledger import BatchLimits
 from dynamic_ddl.ingest.parse import LineLimits
 from dynamic_ddl.ingest.topics import (
@@ -33,6 +34,7 @@ class IngestSettings:
     max_columns: int = 500
     batch_limits: BatchLimits = BatchLimits()
     lock: LockSettings = LockSettings()
+    compaction: CompactionPolicy = CompactionPolicy()
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> IngestSettings:
@@ -69,6 +71,7 @@ class IngestSettings:
                 max_bytes=int(config.get("max_batch_mb", BatchLimits.max_bytes >> 20)) << 20,
             ),
             lock=LockSettings.from_env(config.get("lock_wait_seconds")),
+            compaction=CompactionPolicy.from_config(config, f"model {config['table']}"),
         )
 
 

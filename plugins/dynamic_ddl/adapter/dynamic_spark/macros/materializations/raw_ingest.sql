@@ -85,6 +85,9 @@
         'schema': schema,
         'table': name,
         'lock_wait_seconds': config.get('lock_wait_seconds'),
+        'compact_every': config.get('compact_every'),
+        'compact_after_days': config.get('compact_after_days'),
+        'compact_target_mb': config.get('compact_target_mb'),
     } -%}
     {%- do settings.update(var('raw_limits', {})) -%}
     {{ return(settings) }}
