@@ -46,15 +46,11 @@ def _rows(spark, table: str) -> list[tuple]:
     )
 
 
-def _folders_on_disk(spark, table: str) -> set[Path]:
+def _folders_left_over(spark, table: str) -> set[Path]:
+    """Partition folders under the table's location that it does not read."""
     root = local_path(table_location(spark_sql(spark), table))
-    return {
-        p for p in [*root.glob("*=*/*=*"), *root.glob("compacted/*/*=*/*=*")] if any(p.iterdir())
-    }
-
-
-def _folders_read(spark, table: str) -> set[Path]:
-    return {local_path(p.folder) for p in stored_partitions(spark_sql(spark), table)}
+    read = {root / p.path for p in stored_partitions(spark_sql(spark), table)}
+    return set(root.glob("*=*/*=*")) - read
 
 
 def test_compaction_merges_old_days_and_keeps_every_row_and_batch_id(spark, schema, tmp_path):
@@ -94,7 +90,7 @@ def test_compaction_merges_old_days_and_keeps_every_row_and_batch_id(spark, sche
         kept = {(p.day, p.slot) for p in after if p.slot in pending}
         assert kept == {(p.day, p.slot) for p in partitions[table] if p.slot in pending}
         assert all(p.files <= files_needed(p.bytes, 128 * 2**20) for p in after)
-        assert _folders_on_disk(spark, table) == _folders_read(spark, table)
+        assert not _folders_left_over(spark, table)
         wrong = spark.sql(f"select count(*) from {table} where _slot < _batch_id").first()[0]
         assert wrong == 0, "a row's slot is below its batch id"
     assert results[0].partitions_after < results[0].partitions_before

@@ -197,9 +197,8 @@ def _compact(spark, schema, inbox):
     results = compact_topic(_sql(spark), f"{schema}.raw_kills", after_days=0)
     for result in results:
         root = local_path(table_location(spark_sql(spark), result.table))
-        read = {local_path(p.folder) for p in stored_partitions(spark_sql(spark), result.table)}
-        folders = [*root.glob("*=*/*=*"), *root.glob("compacted/*/*=*/*=*")]
-        assert {f for f in folders if any(f.iterdir())} == read, f"{result.table} left folders"
+        read = {root / p.path for p in stored_partitions(spark_sql(spark), result.table)}
+        assert set(root.glob("*=*/*=*")) == read, f"{result.table} left folders"
 
 
 def _raw_rows_unchanged(spark, schema, before, after):

@@ -10,16 +10,20 @@ touches, each of a few small files. Compaction, under the topic's lock:
    need (at `target_bytes` a file) is rewritten alone (`plan_merges`). A
    batch the ledger has not committed is left as it is: its rerun replaces
    its partitions.
-2. `write`: the merged rows go to `<table>__compacting`, an external table
-   under `<table location>/compacted/<id>`. A merged partition's slot is the
-   greatest batch id merged; each row keeps its `_batch_id` as data, so a
-   row's slot is never below its batch id (readers of new batches prune on
-   `_slot > seen` and stay exact on `_batch_id`).
-3. `swap`: a new definition of the table, each partition at its folder
-   (merged ones in the compacted folder, the rest where they are), is
-   swapped in (catalog.swap_in: a reader sees the table before or after).
-4. `clean`: (on a local disk) every partition folder under the table's
-   location that no partition reads goes, then the interim definition.
+2. `write`: the merged rows go to `<table>__compacting`, a table at the same
+   location, each merge as one partition whose slot is the greatest batch id
+   merged and a stamp (`merged_slot`): a folder no reader reads. Each row
+   keeps its `_batch_id` as data, and a row's slot is never below it
+   (readers of new batches prune on `_slot > seen`, exact on `_batch_id`).
+3. `swap`: a new definition of the table, with the merged partitions
+   instead of their sources, is swapped in (catalog.swap_in: a reader sees
+   the table before or after). Every partition is in its folder under the
+   table's location, so no statement needs where the files are.
+4. `clean`: (on a local disk) every partition folder under the location
+   that the table does not read goes, then the interim definition.
+
+Planning lists files (`binaryFile`, content unread) and the metastore's
+partitions: its cost grows with the files, not with the rows.
 
 The interim table marks a compaction not finished: the next compaction
 cleans first. A kill before the swap is so undone (the interim's folders
@@ -42,7 +46,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
-from urllib.parse import unquote
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
@@ -63,7 +66,8 @@ from dynamic_ddl.ingest.tables import PARTITION_COLUMNS, create_table_sql
 from dynamic_ddl.ingest.topics import ConfigError
 from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.sql_text import (
-    located_partition,
+    partition_spec,
+    path_row,
     quoted_identifier,
     quoted_table,
     rows_predicate,
@@ -74,7 +78,7 @@ from dynamic_ddl.sql_text import (
 COMPACTING_SUFFIX = "__compacting"  # the merged rows, until the table reads them
 NEW_SUFFIX = "__compacted"  # the table's new definition, until it is swapped in
 LAYOUT_SUFFIX = "__layout"  # a table copied into the current layout, likewise
-COMPACTED_FOLDER = "compacted"  # under the table's location: one folder per compaction
+SLOT_MARK = "~"  # in a merged slot, between the greatest batch id and the stamp
 DEFAULT_TARGET_MB = 128
 DEFAULT_AFTER_DAYS = 2
 LAYOUT = [name for name, _ in PARTITION_COLUMNS]
@@ -137,19 +141,19 @@ def _whole(config: dict[str, Any], name: str, where: str, minimum: int, default:
 
 @dataclass(frozen=True)
 class StoredPartition:
-    """A partition with its files: `day` as text (None: no event date), where they are."""
+    """A partition with its files: `day` as text (None: no event date), and its folder
+    under the table's location (`show partitions`' path: every partition is there)."""
 
     day: str | None
     slot: str
-    folder: str
+    path: str
     files: int
     bytes: int
 
 
 @dataclass(frozen=True)
 class Merge:
-    """Partitions of one day written as one, at `slot` (the greatest of theirs), in
-    `files` files."""
+    """Partitions of one day written as one, at `slot` (merged_slot), in `files` files."""
 
     day: str | None
     slot: str
@@ -194,16 +198,20 @@ def files_needed(size: int, target_bytes: int) -> int:
 
 
 def plan_merges(
-    partitions: Sequence[StoredPartition], merge_before: date | None, target_bytes: int
+    partitions: Sequence[StoredPartition],
+    merge_before: date | None,
+    target_bytes: int,
+    stamp: str = "c",
 ) -> list[Merge]:
     """What to rewrite: every day before `merge_before` (and the rows without an event
     date) with more than one partition becomes one; any partition left alone but holding
-    more files than its bytes need is rewritten by itself. None: merge no day.
+    more files than its bytes need is rewritten by itself. None: merge no day. `stamp`
+    tells this compaction's slots from earlier ones (merged_slot).
 
     Example:
-        >>> p = [StoredPartition("2026-11-01", s, "f", 1, 10) for s in ("b1", "b2")]
+        >>> p = [StoredPartition("2026-11-01", s, "f", 1, 10) for s in ("b1", "b2~c0")]
         >>> [(m.day, m.slot, len(m.sources)) for m in plan_merges(p, date(2026, 11, 2), 100)]
-        [('2026-11-01', 'b2', 2)]
+        [('2026-11-01', 'b2~c', 2)]
         >>> plan_merges(p, date(2026, 11, 1), 100)
         []
     """
@@ -218,9 +226,22 @@ def plan_merges(
             size = sum(p.bytes for p in sources)
             files = files_needed(size, target_bytes)
             if len(sources) > 1 or sum(p.files for p in sources) > files:
-                slot = max(p.slot for p in sources)
+                slot = merged_slot([p.slot for p in sources], stamp)
                 merges.append(Merge(day, slot, tuple(sources), files))
     return merges
+
+
+def merged_slot(slots: Sequence[str], stamp: str) -> str:
+    """The slot of a merged partition: the greatest batch id merged, then `~` and the
+    compaction's stamp. Never below a batch id in it, so readers of batches after one
+    prune on `_slot`; never a slot a partition had (a batch's, or an earlier
+    compaction's), so the merged rows go to a folder no reader reads yet.
+
+    Example:
+        >>> merged_slot(["20261101T080000Z-ab", "20261102T080000Z-cd~20261124T1"], "20261125T1")
+        '20261102T080000Z-cd~20261125T1'
+    """
+    return f"{max(slot.split(SLOT_MARK)[0] for slot in slots)}{SLOT_MARK}{stamp}"
 
 
 def merge_before_day(after_days: int | None, today: date | None = None) -> date | None:
@@ -236,31 +257,33 @@ def merge_before_day(after_days: int | None, today: date | None = None) -> date 
 
 
 def stored_partitions(sql: Sql, table: str) -> list[StoredPartition]:
-    """Every partition of `table` that holds files, with its folder, files and bytes.
-    Reads file metadata and row counts only (`_metadata`), no column."""
-    rows = sql(
-        f"select cast({quoted_identifier(EVENT_DATE_COLUMN)} as string),"
-        f" {quoted_identifier(SLOT_COLUMN)}, _metadata.file_path, max(_metadata.file_size)"
-        f" from {quoted_table(table)} group by 1, 2, 3"
-    )
-    found: dict[tuple[str | None, str], list[tuple[str, int]]] = {}
-    for day, slot, path, size in rows:
-        found.setdefault((day, slot), []).append((path, int(size)))
-    return [
-        StoredPartition(day, slot, _folder(files[0][0]), len(files), sum(s for _, s in files))
-        for (day, slot), files in sorted(found.items(), key=lambda item: repr(item[0]))
-    ]
+    """Every partition of `table`, with the files and bytes in its folder: the
+    metastore's partitions and a listing of the files under the table's location
+    (binaryFile, content unread), so the cost grows with files, not rows."""
+    paths = [row[0] for row in sql(f"show partitions {quoted_table(table)}")]
+    files = listed_files(sql, table_location(sql, table)) if paths else {}
+    partitions = []
+    for path in paths:
+        day, slot = path_row(path)
+        sizes = files.get(path, [])
+        partitions.append(StoredPartition(day, slot or "", path, len(sizes), sum(sizes)))
+    return partitions
 
 
-def _folder(file_path: str) -> str:
-    """The folder of a file as `_metadata.file_path` gives it (URL-encoded: the folder's
-    own name keeps the `%` escapes Spark put in partition folder names).
-
-    Example:
-        >>> _folder("file:/w/t/_slot=a%253Ab%20c/part-0.parquet")
-        'file:/w/t/_slot=a%3Ab c'
-    """
-    return unquote(file_path).rsplit("/", 1)[0]
+def listed_files(sql: Sql, root: str) -> dict[str, list[int]]:
+    """The sizes of the Parquet files in each partition folder under `root`, by the
+    folder's path relative to it (`_event_date=.../_slot=...`)."""
+    pattern = quoted_identifier(f"{root}/*=*/*=*/*.parquet")
+    try:
+        rows = sql(f"select path, length from binaryFile.{pattern}")
+    except Exception as error:  # the pattern matched nothing: no file yet
+        if "PATH_NOT_FOUND" not in str(error):
+            raise
+        return {}
+    found: dict[str, list[int]] = {}
+    for path, size in rows:
+        found.setdefault("/".join(path.split("/")[-3:-1]), []).append(int(size))
+    return found
 
 
 def topic_tables(sql: Sql, table: str) -> list[str]:
@@ -334,14 +357,14 @@ def compact_table(
         clean_compaction(sql, table)
     migrated = migrate_layout(sql, table)
     before = after = stored_partitions(sql, table)
-    merges = plan_merges([p for p in before if p.slot not in pending], merge_before, target_bytes)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    movable = [p for p in before if p.slot not in pending]
+    merges = plan_merges(movable, merge_before, target_bytes, stamp)
     if merges:
-        interim = table + COMPACTING_SUFFIX
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-        location = f"{table_location(sql, table)}/{COMPACTED_FOLDER}/{stamp}"
-        _write_merged(sql, table, interim, location, merges)
-        _swap(sql, table, before, merges, stored_partitions(sql, interim))
-        after = clean_compaction(sql, table)
+        _write_merged(sql, table, merges)
+        _swap(sql, table, before, merges)
+        clean_compaction(sql, table)
+        after = stored_partitions(sql, table)
     return CompactionResult(
         table,
         len(before),
@@ -352,16 +375,16 @@ def compact_table(
     )
 
 
-def _write_merged(
-    sql: Sql, table: str, interim: str, location: str, merges: Sequence[Merge]
-) -> None:
-    """Step 2: the rows of the merges' partitions into the interim table at `location`,
-    each merge as one partition at its slot, spread over its number of files."""
+def _write_merged(sql: Sql, table: str, merges: Sequence[Merge]) -> None:
+    """Step 2: the rows of the merges' partitions into `<table>__compacting`, a table at
+    the same location, each merge as one partition at its slot (a folder no reader
+    reads), spread over its number of files."""
     steps.reached("raw_compaction.write")
+    interim = table + COMPACTING_SUFFIX
     drop_table(sql, interim)
     sql(
         f"create table {quoted_table(interim)} like {quoted_table(table)}"
-        f" location {string_literal(location)}"
+        f" location {string_literal(table_location(sql, table))}"
     )
     data = [n for n, _ in table_columns(sql, table) if n not in LAYOUT]
     selected = ", ".join(f"t.{quoted_identifier(n)}" for n in data)
@@ -381,59 +404,42 @@ def _write_merged(
     )
 
 
-def _swap(
-    sql: Sql,
-    table: str,
-    before: Sequence[StoredPartition],
-    merges: Sequence[Merge],
-    merged: Sequence[StoredPartition],
-) -> None:
-    """Step 3: a definition of `table` reading the merged partitions from the interim's
-    folders and every other partition where it is, swapped in."""
+def _swap(sql: Sql, table: str, before: Sequence[StoredPartition], merges: Sequence[Merge]) -> None:
+    """Step 3: a definition of `table` with the merged partitions instead of their
+    sources, every partition in its folder under the location, swapped in."""
     steps.reached("raw_compaction.swap")
     new = table + NEW_SUFFIX
-    replaced = {(p.day, p.slot) for m in merges for p in m.sources}
-    kept = [p for p in before if (p.day, p.slot) not in replaced]
+    replaced = {p.path for m in merges for p in m.sources}
+    partitions = [(p.day, p.slot) for p in before if p.path not in replaced]
+    partitions += [(m.day, m.slot) for m in merges]
     drop_table(sql, new)
     sql(
         f"create table {quoted_table(new)} like {quoted_table(table)}"
         f" location {string_literal(table_location(sql, table))}"
     )
-    added = " ".join(
-        located_partition(LAYOUT, [p.day, p.slot], p.folder)
-        for p in sorted([*kept, *merged], key=lambda p: (p.day or "", p.slot))
-    )
-    if added:
-        sql(f"alter table {quoted_table(new)} add if not exists {added}")
+    added = " ".join(partition_spec(LAYOUT, values) for values in sorted(partitions, key=repr))
+    sql(f"alter table {quoted_table(new)} add if not exists {added}")
     swap_in(sql, new, table)
 
 
-def clean_compaction(sql: Sql, table: str) -> list[StoredPartition]:
+def clean_compaction(sql: Sql, table: str) -> None:
     """Step 4, also what undoes or finishes a killed compaction (the interim table is
     its mark, dropped last): drop the new and retired definitions, remove (on a local
-    disk) every partition folder under the table's location that no partition of the
-    table reads, then the interim definition. The partitions the table reads."""
+    disk) every partition folder under the table's location that the table does not
+    read, then the interim definition (its folders are the table's, or removed)."""
     steps.reached("raw_compaction.clean")
     drop_table(sql, table + NEW_SUFFIX)
     drop_table(sql, table + RETIRED_SUFFIX)  # a swap killed before its last step
-    partitions = stored_partitions(sql, table)
     root = local_path(table_location(sql, table))
     if root is not None:  # elsewhere only Spark reaches the files, and SQL cannot list them
-        read = {local_path(p.folder) for p in partitions}
-        for folder in [*root.glob("*=*/*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*/*=*")]:
-            if folder not in read and any(folder.iterdir()):
+        read = {root / row[0] for row in sql(f"show partitions {quoted_table(table)}")}
+        for folder in root.glob("*=*/*=*"):
+            if folder not in read:
                 shutil.rmtree(folder, ignore_errors=True)
-        for folder in [*root.glob("*=*"), *root.glob(f"{COMPACTED_FOLDER}/*/*=*")]:
-            _remove_if_empty(folder)
-        for folder in root.glob(f"{COMPACTED_FOLDER}/*"):
-            _remove_if_empty(folder)
+        for folder in root.glob("*=*"):
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
     drop_table(sql, table + COMPACTING_SUFFIX)
-    return partitions
-
-
-def _remove_if_empty(folder) -> None:
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
 
 
 def migrate_layout(sql: Sql, table: str) -> bool:

@@ -5,10 +5,9 @@ after the greatest id the model has stored (upsert/increments.py finds it
 without reading the model's whole table) and, when the model reads a raw or
 child table, no later than the newest batch the raw ledger has committed: a
 batch another run is still writing is left for the next run. As literals;
-on `_batch_id` of a raw or child table, the same bounds on `_slot` too, so
+on `_batch_id` of a raw or child table, the lower bound on `_slot` too, so
 Spark reads only the partitions that may hold new batches (a row's slot is
-never below its batch id, and a compacted slot is a committed batch id:
-ingest/compaction.py).
+never below its batch id: ingest/compaction.py).
 """
 
 from __future__ import annotations
@@ -32,10 +31,7 @@ def unseen_batches_filter(
     known, newest = newest_committed_batch(sql, source) if source is not None else (False, None)
     if known and column == BATCH_ID_COLUMN and SLOT_COLUMN in dict(table_columns(sql, source)):
         names.append(prefix + quoted_identifier(SLOT_COLUMN))
-    terms = []
-    for name in names:
-        if seen is not None:
-            terms.append(f"{name} > {sql_literal(seen)}")
-        if known:
-            terms.append("false" if newest is None else f"{name} <= {sql_literal(newest)}")
+    terms = [f"{name} > {sql_literal(seen)}" for name in names if seen is not None]
+    if known:
+        terms.append("false" if newest is None else f"{names[0]} <= {sql_literal(newest)}")
     return " and ".join(terms) or "true"
