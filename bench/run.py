@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import commit_age  # noqa: E402
+import compaction  # noqa: E402
 import global_key  # noqa: E402
 import ingestion  # noqa: E402
 import model_overhead  # noqa: E402
@@ -89,6 +90,7 @@ def main() -> None:
     )
     sections.append(retention.section(retention.measure()))
     sections.append(repartition.section(repartition.measure()))
+    sections.append(compaction.section(compaction.measure()))
     sections.append(
         "## Pivot vs Spark's native PIVOT, and key discovery\n\n"
         "2,000,000 key/value rows (100,000 entities x 20 keys; 10,000 x 200) in Parquet; "

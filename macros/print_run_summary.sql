@@ -6,8 +6,9 @@
     retention, keep_commits and keep_days, left; vacuum removes orphans), the
     columns raw ingestion discovered this run, the lines it
     quarantined, the values it kept outside their column (as text in
-    `__text`, in `_overflow`, or quarantined by `discard_value`), and the
-    rows whose event time it could not read. Off unless `--vars '{print_summary: true}'` (make run
+    `__text`, in `_overflow`, or quarantined by `discard_value`), the
+    partitions compaction wrote (`compact_every`), and the rows whose event
+    time it could not read. Off unless `--vars '{print_summary: true}'` (make run
     sets it), so tests and ad-hoc runs do not pay for the counts.
 
     "This run" means the batches that started after dbt did: batch ids
@@ -91,14 +92,22 @@
     {#- Per table the registry knows: values in `__text` companions and in `_overflow`. -#}
     {%- set as_text = [] -%}
     {%- set outside = [] -%}
+    {%- set compacted = [] -%}
     {%- for name in run_query('select distinct table_name from ' ~ registry ~ ' order by 1').columns[0].values() -%}
         {%- set table = adapter.get_relation(database=none, schema=schema, identifier=name) -%}
         {%- if table is not none -%}
             {%- set texts = [] -%}
-            {%- for column in adapter.get_columns_in_relation(table)
-                if column.name.endswith('__text') -%}
+            {%- set columns = adapter.get_columns_in_relation(table) -%}
+            {%- for column in columns if column.name.endswith('__text') -%}
                 {%- do texts.append('count(' ~ adapter.quote(column.name) ~ ')') -%}
             {%- endfor -%}
+            {#- A merged partition's slot ends with `~<UTC stamp of its compaction>`. -#}
+            {%- if '_slot' in columns | map(attribute='name') | list -%}
+                {%- do compacted.append('select ' ~ adapter.string_literal(name)
+                    ~ ', count(distinct _event_date, _slot) from ' ~ table
+                    ~ " where _slot like '%~%' and substring_index(_slot, '~', -1) >= '"
+                    ~ run_started_at.strftime('%Y%m%dT%H%M%S') ~ "' having count(*) > 0") -%}
+            {%- endif -%}
             {%- set this_run = " from " ~ table ~ " where _batch_id >= '" ~ since ~ "'" -%}
             {%- if texts -%}
                 {%- do as_text.append('select ' ~ adapter.string_literal(name) ~ ', ' ~ texts | join(' + ')
@@ -130,6 +139,7 @@
     {%- for label, queries, where in [
         ('values kept as text this run', as_text, ' (in <column>__text: their column cannot hold them)'),
         ('values in _overflow this run', outside, ' (over the column cap, or rescued)'),
+        ('partitions compacted this run', compacted, ' (each the batches of a day, merged)'),
     ] -%}
         {%- if queries -%}
             {%- do lines.append(dynamic_ddl.summary_count_line(label, queries | join(' union all '), where)) -%}

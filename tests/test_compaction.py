@@ -4,6 +4,9 @@ files, readers of new batches still exact, a batch not committed left to its rer
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,6 +56,32 @@ def _folders_left_over(spark, table: str) -> set[Path]:
     return set(root.glob("*=*/*=*")) - read
 
 
+@contextmanager
+def _reader(spark, table: str) -> Iterator[list[tuple[int, int]]]:
+    """Rows and batches of `table`, read over and over from another session while the
+    block runs. A read may fail (the name empty between a swap's two renames, a file
+    gone that it listed before the swap); one that succeeds must see the whole table."""
+    reader, seen, done = spark.newSession(), [], threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            try:
+                reader.sql(f"refresh table {table}")
+                row = reader.sql(f"select count(*), count(distinct _batch_id) from {table}").first()
+                seen.append((row[0], row[1]))
+            except Exception as error:  # noqa: BLE001 - a failed read is no wrong answer
+                if "NOT_FOUND" not in str(error) and "does not exist" not in str(error):
+                    seen.append(("failed", str(error)[:300]))
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        thread.join()
+
+
 def test_compaction_merges_old_days_and_keeps_every_row_and_batch_id(spark, schema, tmp_path):
     inbox = tmp_path / "inbox"
     for batch in range(4):  # each batch touches every day
@@ -78,7 +107,10 @@ def test_compaction_merges_old_days_and_keeps_every_row_and_batch_id(spark, sche
     partitions = {table: stored_partitions(sql, table) for table in (RAW, CHILD)}
     pending = {row[0] for row in spark.sql(f"select _batch_id from {RAW} where id >= 90").collect()}
 
-    results = compact_topic(sql, RAW, after_days=0, target_mb=128)
+    with _reader(spark, RAW) as seen:  # another session reads while it runs
+        results = compact_topic(sql, RAW, after_days=0, target_mb=128)
+    whole = (len(before[RAW]), len({dict(row)["_batch_id"] for row in before[RAW]}))
+    assert seen and all(counts == whole for counts in seen), f"a reader saw {seen}"
 
     assert [r.table for r in results] == [RAW, CHILD]
     for table in (RAW, CHILD):

@@ -463,7 +463,8 @@ def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_secon
     }
     assert set(layers) == {"seeds", "raw", "landing", "snapshots", "production"}
     assert all(rows > 0 and files > 0 for rows, files, _, _ in layers.values())
-    # Raw is partitioned by day and batch: two batches, so more partitions than topics.
+    # Raw is partitioned by day and slot: compacted to one partition per day, more than
+    # there are topics.
     raw_rows, raw_files, raw_partitions, raw_versions = layers["raw"]
     assert raw_files >= raw_partitions > 3 and raw_versions == 0  # raw has no version store
     # Every landing partition reads a kept version; batch 2 rewrote some, whose versions
@@ -477,6 +478,9 @@ def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_secon
     # The sample's drift keeps values outside their columns; each line says how many.
     for label in ("values quarantined", "values kept as text", "values in _overflow"):
         assert re.search(rf"^  {label} this run: \d+", summary, re.M), label
+    # compact_every: 2 (dbt_project.yml): batch 2 merged each day's batch partitions.
+    compacted = re.search(r"^  partitions compacted this run: (\d+) \((.*)\)", summary, re.M)
+    assert compacted and int(compacted[1]) > 0 and "raw_device_events" in compacted[2]
 
 
 def test_two_batches_equal_a_build_from_scratch_on_the_embedded_target(

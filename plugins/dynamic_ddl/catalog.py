@@ -139,6 +139,30 @@ def local_path(location: str) -> Path | None:
     return Path(unquote(parsed.path)) if parsed.scheme in ("", "file") else None
 
 
+# Folder names a killed write job leaves at the top of its output location.
+JOB_FOLDER_PREFIXES = ("_temporary", ".spark-staging-")
+
+
+def job_folders(location: str) -> list[Path] | None:
+    """The folders of killed write jobs at the top of `location` (JOB_FOLDER_PREFIXES);
+    None when it is not on a local disk.
+
+    Example:
+        >>> job_folders("s3a://bucket/warehouse/t__versions") is None
+        True
+    """
+    root = local_path(location)
+    if root is None:
+        return None
+    if not root.is_dir():
+        return []
+    return sorted(
+        child
+        for child in root.iterdir()
+        if child.is_dir() and child.name.startswith(JOB_FOLDER_PREFIXES)
+    )
+
+
 def database_location(sql: Sql, schema: str) -> str:
     """The location of a database (schema), as the catalog reports it."""
     rows = sql(f"describe database {quoted_identifier(schema)}")

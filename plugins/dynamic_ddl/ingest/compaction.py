@@ -20,7 +20,8 @@ touches, each of a few small files. Compaction, under the topic's lock:
    the table before or after). Every partition is in its folder under the
    table's location, so no statement needs where the files are.
 4. `clean`: (on a local disk) every partition folder under the location
-   that the table does not read goes, then the interim definition.
+   that the table does not read goes, and the folders of killed write jobs;
+   then the interim definition.
 
 Planning lists files (`binaryFile`, content unread) and the metastore's
 partitions: its cost grows with the files, not with the rows.
@@ -52,6 +53,7 @@ from dynamic_ddl.catalog import (
     RETIRED_SUFFIX,
     Sql,
     drop_table,
+    job_folders,
     local_path,
     read_settled,
     recover_swap,
@@ -396,7 +398,9 @@ def _write_merged(sql: Sql, table: str, merges: Sequence[Merge]) -> None:
     day, slot = (f"t.{quoted_identifier(name)}" for name in LAYOUT)
     days = rows_predicate([EVENT_DATE_COLUMN], sorted({(m.day,) for m in merges}, key=repr), "t")
     sql(
-        f"insert overwrite table {quoted_table(interim)} select {selected}, {day}, m.slot"
+        # Appended: the slots are new, and an overwrite without a partition spec would
+        # empty the whole location (the table's too) wherever partition overwrite is static.
+        f"insert into {quoted_table(interim)} select {selected}, {day}, m.slot"
         f" from {quoted_table(table)} t join (values {merged}) as m(day, source, slot, files)"
         f" on {day} <=> cast(m.day as date) and {slot} = m.source where {days}"
         # A merge's rows go to `files` tasks, so it is written as at most that many files.
@@ -439,6 +443,8 @@ def clean_compaction(sql: Sql, table: str) -> None:
         for folder in root.glob("*=*"):
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
+        for folder in job_folders(str(root)) or []:  # of a write killed mid-job
+            shutil.rmtree(folder, ignore_errors=True)
     drop_table(sql, table + COMPACTING_SUFFIX)
 
 

@@ -28,12 +28,11 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
     Sql,
-    local_path,
+    job_folders,
     table_columns,
     table_location,
 )
@@ -42,9 +41,6 @@ from dynamic_ddl.upsert.commits import next_commit_id
 from dynamic_ddl.upsert.protocol import clean_versions, mend_table, recover, stored_versions
 from dynamic_ddl.upsert.relayout import start_repartition
 from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertError, UpsertSpec
-
-# Folder names a killed write job leaves at the top of its output location.
-JOB_FOLDER_PREFIXES = ("_temporary", ".spark-staging-")
 
 
 @dataclass(frozen=True)
@@ -78,26 +74,6 @@ def vacuum(sql: Sql, spec: UpsertSpec) -> VacuumResult:
         for folder in folders or ():
             shutil.rmtree(folder, ignore_errors=True)
         return VacuumResult(dropped, len(orphans), None if folders is None else len(folders))
-
-
-def job_folders(location: str) -> list[Path] | None:
-    """The folders of killed write jobs at the top of `location` (JOB_FOLDER_PREFIXES);
-    None when it is not on a local disk.
-
-    Example:
-        >>> job_folders("s3a://bucket/warehouse/t__versions") is None
-        True
-    """
-    root = local_path(location)
-    if root is None:
-        return None
-    if not root.is_dir():
-        return []
-    return sorted(
-        child
-        for child in root.iterdir()
-        if child.is_dir() and child.name.startswith(JOB_FOLDER_PREFIXES)
-    )
 
 
 def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str | None:
