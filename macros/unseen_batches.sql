@@ -2,9 +2,10 @@
     A filter for the raw batches an incremental model has not taken yet:
     `<column> > '<newest batch id in this>'`, and, when `source` is a raw or
     child table, `<column> <= '<newest batch its ledger committed>'` (a batch
-    another run is still writing waits for the next run). Literals, so Spark
-    reads only the new `_batch_id` partitions of raw (batch ids sort in commit
-    order). The newest id in this is found from this model's last upsert
+    another run is still writing waits for the next run). Literals, and on a
+    raw or child table `_slot > '<newest>'` too, so Spark reads only the raw
+    partitions that may hold new batches (batch ids sort in commit order; a
+    row's slot is never below its batch id, compacted or not). The newest id in this is found from this model's last upsert
     commit, without reading its whole table (dynamic_ddl/landing/batches.py).
     Only the ledger bound on a full build; `true` without `execute` (parse, lint).
 

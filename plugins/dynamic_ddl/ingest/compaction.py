@@ -258,12 +258,13 @@ def merge_before_day(after_days: int | None, today: date | None = None) -> date 
     return (today or datetime.now(UTC).date()) - timedelta(days=int(after_days))
 
 
-def stored_partitions(sql: Sql, table: str) -> list[StoredPartition]:
+def stored_partitions(sql: Sql, table: str, root: str | None = None) -> list[StoredPartition]:
     """Every partition of `table`, with the files and bytes in its folder: the
     metastore's partitions and a listing of the files under the table's location
-    (binaryFile, content unread), so the cost grows with files, not rows."""
+    (`root`, else read; binaryFile, content unread), so the cost grows with files,
+    not rows."""
     paths = [row[0] for row in sql(f"show partitions {quoted_table(table)}")]
-    files = listed_files(sql, table_location(sql, table)) if paths else {}
+    files = listed_files(sql, root or table_location(sql, table)) if paths else {}
     partitions = []
     for path in paths:
         day, slot = path_row(path)
@@ -334,15 +335,19 @@ def compact_topic(
     target_mb: float = DEFAULT_TARGET_MB,
     lock: LockSettings | None = None,
     today: date | None = None,
+    pending: Collection[str] | None = None,
 ) -> list[CompactionResult]:
     """Compact the raw table `table` and its child tables (see the module docstring),
-    under the topic's lock, which its raw model holds while it ingests."""
+    under the topic's lock, which its raw model holds while it ingests. `pending`: the
+    batches the ledger has not committed, when the caller knows (else read)."""
     target_bytes = int(target_mb * 2**20)
     with held(sql, table, lock):
         tables = topic_tables(sql, table)
         for each in tables:  # a swap killed between its renames: put the table back
             recover_swap(sql, each)
-        pending = uncommitted_batches(sql, table)
+        tables = [each for each in tables if table_exists(sql, each)]  # dropped by hand
+        if pending is None:
+            pending = uncommitted_batches(sql, table)
         merge_before = merge_before_day(after_days, today)
         return [compact_table(sql, each, merge_before, target_bytes, pending) for each in tables]
 
@@ -358,15 +363,17 @@ def compact_table(
     if table_exists(sql, table + COMPACTING_SUFFIX):  # a compaction was killed
         clean_compaction(sql, table)
     migrated = migrate_layout(sql, table)
-    before = after = stored_partitions(sql, table)
+    root = table_location(sql, table)
+    before = after = stored_partitions(sql, table, root)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     movable = [p for p in before if p.slot not in pending]
     merges = plan_merges(movable, merge_before, target_bytes, stamp)
     if merges:
-        _write_merged(sql, table, merges)
-        _swap(sql, table, before, merges)
-        clean_compaction(sql, table)
-        after = stored_partitions(sql, table)
+        _write_merged(sql, table, root, merges)
+        _swap(sql, table, root, before, merges)
+        _remove_unread_folders(sql, table, root)
+        drop_table(sql, table + COMPACTING_SUFFIX)
+        after = stored_partitions(sql, table, root)
     return CompactionResult(
         table,
         len(before),
@@ -377,16 +384,16 @@ def compact_table(
     )
 
 
-def _write_merged(sql: Sql, table: str, merges: Sequence[Merge]) -> None:
+def _write_merged(sql: Sql, table: str, root: str, merges: Sequence[Merge]) -> None:
     """Step 2: the rows of the merges' partitions into `<table>__compacting`, a table at
-    the same location, each merge as one partition at its slot (a folder no reader
-    reads), spread over its number of files."""
+    the same location `root`, each merge as one partition at its slot (a folder no
+    reader reads), spread over its number of files. No interim exists (compact_table
+    cleaned a killed one's)."""
     steps.reached("raw_compaction.write")
     interim = table + COMPACTING_SUFFIX
-    drop_table(sql, interim)
     sql(
         f"create table {quoted_table(interim)} like {quoted_table(table)}"
-        f" location {string_literal(table_location(sql, table))}"
+        f" location {string_literal(root)}"
     )
     data = [n for n, _ in table_columns(sql, table) if n not in LAYOUT]
     selected = ", ".join(f"t.{quoted_identifier(n)}" for n in data)
@@ -408,44 +415,52 @@ def _write_merged(sql: Sql, table: str, merges: Sequence[Merge]) -> None:
     )
 
 
-def _swap(sql: Sql, table: str, before: Sequence[StoredPartition], merges: Sequence[Merge]) -> None:
+def _swap(
+    sql: Sql, table: str, root: str, before: Sequence[StoredPartition], merges: Sequence[Merge]
+) -> None:
     """Step 3: a definition of `table` with the merged partitions instead of their
-    sources, every partition in its folder under the location, swapped in."""
+    sources, every partition in its folder under the location `root`, swapped in. No
+    new definition exists (compact_table cleaned a killed one's)."""
     steps.reached("raw_compaction.swap")
     new = table + NEW_SUFFIX
     replaced = {p.path for m in merges for p in m.sources}
     partitions = [(p.day, p.slot) for p in before if p.path not in replaced]
     partitions += [(m.day, m.slot) for m in merges]
-    drop_table(sql, new)
-    sql(
-        f"create table {quoted_table(new)} like {quoted_table(table)}"
-        f" location {string_literal(table_location(sql, table))}"
-    )
+    location = string_literal(root)
+    sql(f"create table {quoted_table(new)} like {quoted_table(table)} location {location}")
     added = " ".join(partition_spec(LAYOUT, values) for values in sorted(partitions, key=repr))
     sql(f"alter table {quoted_table(new)} add if not exists {added}")
     swap_in(sql, new, table)
 
 
 def clean_compaction(sql: Sql, table: str) -> None:
-    """Step 4, also what undoes or finishes a killed compaction (the interim table is
-    its mark, dropped last): drop the new and retired definitions, remove (on a local
-    disk) every partition folder under the table's location that the table does not
-    read, then the interim definition (its folders are the table's, or removed)."""
-    steps.reached("raw_compaction.clean")
+    """What undoes or finishes a killed compaction (the interim table is its mark,
+    dropped last): drop the new and retired definitions, remove the folders the table
+    does not read (step 4), then the interim definition."""
     drop_table(sql, table + NEW_SUFFIX)
     drop_table(sql, table + RETIRED_SUFFIX)  # a swap killed before its last step
-    root = local_path(table_location(sql, table))
-    if root is not None:  # elsewhere only Spark reaches the files, and SQL cannot list them
-        read = {root / row[0] for row in sql(f"show partitions {quoted_table(table)}")}
-        for folder in root.glob("*=*/*=*"):
-            if folder not in read:
-                shutil.rmtree(folder, ignore_errors=True)
-        for folder in root.glob("*=*"):
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
-        for folder in job_folders(str(root)) or []:  # of a write killed mid-job
-            shutil.rmtree(folder, ignore_errors=True)
+    _remove_unread_folders(sql, table, table_location(sql, table))
     drop_table(sql, table + COMPACTING_SUFFIX)
+
+
+def _remove_unread_folders(sql: Sql, table: str, root: str) -> None:
+    """Step 4: on a local disk, every partition folder under the table's location `root`
+    that the table does not read (sources of merges; a killed compaction's rows), and
+    the folders of killed write jobs. Elsewhere only Spark reaches the files, and SQL
+    cannot list them."""
+    steps.reached("raw_compaction.clean")
+    folder = local_path(root)
+    if folder is None:
+        return
+    read = {folder / row[0] for row in sql(f"show partitions {quoted_table(table)}")}
+    for partition in folder.glob("*=*/*=*"):
+        if partition not in read:
+            shutil.rmtree(partition, ignore_errors=True)
+    for day in folder.glob("*=*"):
+        if day.is_dir() and not any(day.iterdir()):
+            day.rmdir()
+    for job in job_folders(str(folder)) or []:  # of a write killed mid-job
+        shutil.rmtree(job, ignore_errors=True)
 
 
 def migrate_layout(sql: Sql, table: str) -> bool:

@@ -148,8 +148,13 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
         committed = len({entry.batch_id for entry in ledger if entry.state == COMMITTED})
         if settings.compaction.due(committed, committed + len(summaries)):
             compaction = settings.compaction
+            # Under this run's lock: every batch it took is committed (pending ones first).
             for result in compact_topic(
-                spark_sql(spark), settings.table, compaction.after_days, compaction.target_mb
+                spark_sql(spark),
+                settings.table,
+                compaction.after_days,
+                compaction.target_mb,
+                pending=(),
             ):
                 PROGRESS.info(result.message())
     rows = [tuple(vars(summary).values()) for summary in summaries]

@@ -14,8 +14,10 @@ from dynamic_ddl.landing.batches import unseen_batches_filter
 from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.sql_text import quoted_identifier
 
-# Raw-only lineage: the landing row keeps `_batch_id`; the rest stays in raw.
+# Raw-only lineage: the landing row keeps `_batch_id`; the rest stays in raw (`_slot`
+# differs between builds: compaction stamps its slots).
 RAW_ONLY = (
+    "_slot",
     "_raw_json",
     "_overflow",
     "_ingested_at",
@@ -31,8 +33,8 @@ def unseen_batches(
     """The rows of `raw` (the table `raw_table`) of batches the landing table has not
     taken yet, and the raw ledger has committed (landing/batches.py).
 
-    Reads only the new `_batch_id` partitions of raw; every committed batch on
-    the first build, when `landing` is None.
+    Reads only the raw partitions that may hold new batches (by `_slot`); every
+    committed batch on the first build, when `landing` is None.
     """
     return raw.where(
         F.expr(unseen_batches_filter(spark_sql(spark), "_batch_id", landing, raw_table))
