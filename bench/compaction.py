@@ -25,7 +25,6 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import ingestion  # noqa: E402
 from upsert import BENCH_DIR, session  # noqa: E402
 
-from dynamic_ddl import spark_conf  # noqa: E402
 from dynamic_ddl.catalog import spark_sql  # noqa: E402
 from dynamic_ddl.ingest.compaction import (  # noqa: E402
     DEFAULT_TARGET_MB,
@@ -211,7 +210,4 @@ def section(measured: list[dict[str, float]]) -> str:
 
 
 if __name__ == "__main__":
-    text = section(measure())
-    print(text)
-    benchmarks = spark_conf.project_root() / "docs" / "benchmarks.md"
-    benchmarks.write_text(ingestion.replace_section(benchmarks.read_text(), text, SECTION))
+    ingestion.write_section(section(measure()), SECTION)

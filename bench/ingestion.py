@@ -332,12 +332,17 @@ def replace_section(document: str, text: str, heading: str = SECTION) -> str:
     return document[:start] + text.rstrip("\n") + "\n" + rest
 
 
+def write_section(text: str, heading: str = SECTION) -> None:
+    """Print a benchmark's section and put it in docs/benchmarks.md in place of its
+    last one (`python bench/<name>.py` reruns one benchmark)."""
+    print(text)
+    benchmarks = spark_conf.project_root() / "docs" / "benchmarks.md"
+    benchmarks.write_text(replace_section(benchmarks.read_text(), text, heading))
+
+
 if __name__ == "__main__":
     measured = measure()
     (BENCH_DIR / "results.json").write_text(json.dumps(measured, indent=1))  # kept, for reruns
     docs = spark_conf.project_root() / "docs"
     chart(measured, docs / "ingestion_throughput.png")
-    text = section(measured)
-    print(text)
-    benchmarks = docs / "benchmarks.md"
-    benchmarks.write_text(replace_section(benchmarks.read_text(), text))
+    write_section(section(measured))

@@ -21,7 +21,6 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import ingestion  # noqa: E402
 from upsert import BENCH_DIR, session  # noqa: E402
 
-from dynamic_ddl import spark_conf  # noqa: E402
 from dynamic_ddl.catalog import spark_sql, table_location  # noqa: E402
 from dynamic_ddl.upsert.protocol import UpsertSpec, upsert  # noqa: E402
 
@@ -107,7 +106,4 @@ def section(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    text = section(measure())
-    print(text)
-    benchmarks = spark_conf.project_root() / "docs" / "benchmarks.md"
-    benchmarks.write_text(ingestion.replace_section(benchmarks.read_text(), text, SECTION))
+    ingestion.write_section(section(measure()), SECTION)

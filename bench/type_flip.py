@@ -20,7 +20,6 @@ from pathlib import Path
 
 import ingestion  # bench/ingestion.py: samples and the session
 
-from dynamic_ddl import spark_conf
 from dynamic_ddl.ingest.job import ingest_topic
 
 SIZES = {"1x": 100_000, "10x": 1_000_000}
@@ -126,7 +125,4 @@ def section(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    text = section(measure())
-    print(text)
-    benchmarks = spark_conf.project_root() / "docs" / "benchmarks.md"
-    benchmarks.write_text(ingestion.replace_section(benchmarks.read_text(), text, SECTION))
+    ingestion.write_section(section(measure()), SECTION)
