@@ -20,6 +20,7 @@ from dynamic_ddl.ingest.compaction import (
     stored_partitions,
 )
 from dynamic_ddl.landing.batches import unseen_batches_filter
+from dynamic_ddl.sql_text import string_literal
 from tests.test_hostile_inbox import assert_every_line_accounted_for, ingest, write_lines
 
 SCHEMA = "compaction"
@@ -178,3 +179,27 @@ def test_a_table_of_the_layout_before_slots_is_moved_by_the_next_batch(spark, sc
     assert set(before) < set(_rows(spark, RAW))
     assert_every_line_accounted_for(spark, schema)
     assert not (tmp_path / "raw_feed_old" / "v1").exists(), "the old folder was left behind"
+
+
+def test_a_schema_folder_whose_name_a_uri_would_encode(spark, tmp_path):
+    """A database location with a space, `%41`, a quote, `#` and unicode (a home folder
+    can hold any of them): the catalog reports it as a URI (`a%20b`), which a location
+    clause or reader takes for another folder. Locks, staging, inference's scratch
+    folders, the raw tables and compaction's listing and cleanup all use the folder."""
+    spark.sql(f"drop database if exists {SCHEMA} cascade")
+    location = tmp_path / "my wh %41 it's ü#"
+    spark.sql(f"create database {SCHEMA} location {string_literal(str(location))}")
+    inbox = tmp_path / "inbox"
+    for batch in range(2):
+        # A repeated key and an empty string: inference reads its scratch folders.
+        lines = [_line(batch, 1), _line(10 + batch, 2), '{"id": 7, "id": 8}', '{"id": 9, "n": ""}']
+        write_lines(inbox, f"b{batch}.json", lines)
+        ingest(spark, SCHEMA, inbox)
+    assert_every_line_accounted_for(spark, SCHEMA)
+    before = _rows(spark, RAW)
+    result = compact_topic(spark_sql(spark), RAW, after_days=0)[0]
+    assert (result.partitions_before, result.partitions_after) == (6, 3)  # a day, null too
+    assert _rows(spark, RAW) == before and not _folders_left_over(spark, RAW)
+    # Everything is in that folder: no other one was made beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox", location.name]
+    assert {"_locks", "raw_feed", "raw_feed__tags"} <= {p.name for p in location.iterdir()}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from dynamic_ddl.catalog import spark_sql, swap_in, table_exists, table_location
 from dynamic_ddl.sql_text import (
+    glob_escaped,
     location_clause,
     partition_path,
     partition_spec,
@@ -122,3 +123,19 @@ def test_a_hostile_location_and_a_swap(spark, tmp_path):
     assert [r.v for r in spark.table("sql_text_tests.located").collect()] == [2]
     assert not table_exists(sql, "sql_text_tests.located__dbt_new")
     assert not table_exists(sql, "sql_text_tests.located__dbt_old")
+
+
+def test_a_hostile_folder_lists_itself_and_no_sibling(spark, tmp_path):
+    """A folder whose name holds glob characters, as a pattern's root, lists exactly its
+    own files (a table location is listed this way by compaction)."""
+    # Hadoop refuses ':' in a path; '/' separates folders.
+    names = [n for n in HOSTILE if n and "/" not in n and ":" not in n] + ["a[1]", "c*", "{x,y}"]
+    for name in names:
+        for folder, rows in ((tmp_path / name, 3), (tmp_path / f"{name}x", 2)):
+            spark.range(rows).write.mode("overwrite").parquet(str(folder / "part=1"))
+        pattern = quoted_identifier(glob_escaped(str(tmp_path / name)) + "/*=*/*.parquet")
+        listed = spark.sql(f"select path from binaryFile.{pattern}").collect()
+        assert listed and {row.path.rsplit("/", 2)[0] for row in listed} == {
+            f"file:{tmp_path / name}"
+        }, name
+        assert spark.read.parquet(*(glob_escaped(row.path) for row in listed)).count() == 3, name

@@ -7,11 +7,12 @@ materializations share one copy, on every target.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 from dynamic_ddl import steps
 from dynamic_ddl.sql_text import quoted_identifier, quoted_table, string_literal
@@ -127,16 +128,25 @@ def table_location(sql: Sql, table: str) -> str:
     return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
 
 
+# A URI scheme (`s3a:`) at the start of a location; a local path starts with `/`.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
 def local_path(location: str) -> Path | None:
-    """The local directory a location names (`file:` URI or a plain path); None when it
-    is on another file system, which only Spark can reach.
+    """The local directory a location names (a `file:` location as `table_location` and
+    `database_location` give it, or a plain path); None when it is on another file
+    system, which only Spark can reach. The location is a path, not a URI: `%`, `?`
+    and `#` are part of the name.
 
     Example:
-        >>> local_path("file:/tmp/w/a%20b"), local_path("s3a://bucket/w")
-        (PosixPath('/tmp/w/a b'), None)
+        >>> local_path("file:/tmp/w/a b%41#"), local_path("/tmp/w"), local_path("s3a://b/w")
+        (PosixPath('/tmp/w/a b%41#'), PosixPath('/tmp/w'), None)
     """
-    parsed = urlparse(location)
-    return Path(unquote(parsed.path)) if parsed.scheme in ("", "file") else None
+    if location.startswith("file:"):
+        return Path("/" + location.removeprefix("file:").lstrip("/"))
+    if _SCHEME.match(location):
+        return None
+    return Path(location)
 
 
 # Folder names a killed write job leaves at the top of its output location.
@@ -164,9 +174,11 @@ def job_folders(location: str) -> list[Path] | None:
 
 
 def database_location(sql: Sql, schema: str) -> str:
-    """The location of a database (schema), as the catalog reports it."""
+    """The location of a database (schema), as a path like `table_location`'s: the
+    catalog reports a database's as a URI (`a%20b` for the folder `a b`), which a
+    `location` clause or a reader would take for a folder named `a%20b`."""
     rows = sql(f"describe database {quoted_identifier(schema)}")
-    return next(row[1] for row in rows if row[0] == "Location").rstrip("/")
+    return unquote(next(row[1] for row in rows if row[0] == "Location")).rstrip("/")
 
 
 def rename(sql: Sql, table: str, to: str) -> None:

@@ -9,6 +9,7 @@ the adapter (`adapter.string_literal`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
@@ -75,6 +76,18 @@ def quoted_table(table: str) -> str:
 def location_clause(location: str) -> str:
     """` location '<path>'` for CREATE TABLE or ADD PARTITION, the path escaped."""
     return f" location {string_literal(location)}"
+
+
+def glob_escaped(path: str) -> str:
+    r"""`path` as a Hadoop glob pattern that matches only itself: `\`, `*`, `?`, `[`,
+    `]`, `{` and `}` escaped with a backslash, so a folder named `a[1]` or `c*`
+    lists itself and never a sibling. Append the wildcards after it.
+
+    Example:
+        >>> glob_escaped("/wh/t[1]{a,b}*?") + "/*.parquet"
+        '/wh/t\\[1\\]\\{a,b\\}\\*\\?/*.parquet'
+    """
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", path)
 
 
 def partition_spec(columns: Sequence[str], values: Sequence[Any]) -> str:

@@ -68,6 +68,7 @@ from dynamic_ddl.ingest.tables import PARTITION_COLUMNS, create_table_sql
 from dynamic_ddl.ingest.topics import ConfigError
 from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.sql_text import (
+    glob_escaped,
     partition_spec,
     path_row,
     quoted_identifier,
@@ -276,7 +277,7 @@ def stored_partitions(sql: Sql, table: str, root: str | None = None) -> list[Sto
 def listed_files(sql: Sql, root: str) -> dict[str, list[int]]:
     """The sizes of the Parquet files in each partition folder under `root`, by the
     folder's path relative to it (`_event_date=.../_slot=...`)."""
-    pattern = quoted_identifier(f"{root}/*=*/*=*/*.parquet")
+    pattern = quoted_identifier(glob_escaped(root) + "/*=*/*=*/*.parquet")
     try:
         rows = sql(f"select path, length from binaryFile.{pattern}")
     except Exception as error:  # the pattern matched nothing: no file yet

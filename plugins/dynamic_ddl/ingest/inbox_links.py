@@ -13,10 +13,11 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from urllib.parse import urlparse
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from dynamic_ddl.catalog import local_path
 
 _DIGITS = 6
 
@@ -24,10 +25,10 @@ _DIGITS = 6
 def link_folder(staging: str) -> Path:
     """Where a batch staged at `staging` keeps its links: beside it on a local disk, else
     in the temp folder (the inbox is a local folder, so its readers share this disk)."""
-    parsed = urlparse(staging)
-    if parsed.scheme in ("", "file"):
-        return Path(f"{parsed.path}__links")
-    return Path(tempfile.gettempdir()) / "dynamic_ddl_links" / Path(parsed.path).name
+    local = local_path(staging)
+    if local is not None:
+        return Path(f"{local}__links")
+    return Path(tempfile.gettempdir()) / "dynamic_ddl_links" / staging.rstrip("/").rsplit("/")[-1]
 
 
 def link_files(paths: list[str], folder: Path) -> list[str]:

@@ -33,13 +33,12 @@ A line is accepted only when both Spark's JSON reader and its strict
 RFC 8259 parser (`try_parse_json`, the VARIANT parser) take it (see
 `is_strict_json`).
 
-Inbox paths are handed to Spark literally (`literal_path`): a file named
+Inbox paths are handed to Spark literally (`sql_text.glob_escaped`): a file named
 `[ab].json` is that file, not a pattern matching `a.json` and `b.json`.
 """
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,6 +65,7 @@ from dynamic_ddl.schema.flatten import (
     with_leaf_types,
 )
 from dynamic_ddl.schema.naming import JsonPath
+from dynamic_ddl.sql_text import glob_escaped
 
 CORRUPT_RECORD = "_corrupt_record"
 RECORD = "_record"
@@ -112,22 +112,6 @@ def case_sensitive(spark: SparkSession) -> Iterator[SparkSession]:
         spark.conf.set("spark.sql.caseSensitive", before)
 
 
-_GLOB_SPECIAL = re.compile(r"([\\\[\]{}*?])")
-
-
-def literal_path(path: str) -> str:
-    r"""A file path as Spark's readers take it literally: glob characters escaped.
-
-    Spark expands `[]{}*?` in the paths it is given (Hadoop's globbing);
-    a backslash before each makes it stand for itself.
-
-    Example:
-        >>> literal_path("/inbox/t/[ab]*.json")
-        '/inbox/t/\\[ab\\]\\*.json'
-    """
-    return _GLOB_SPECIAL.sub(r"\\\1", path)
-
-
 def _json_reader(spark: SparkSession):
     return spark.read.option("mode", "PERMISSIVE").option(
         "columnNameOfCorruptRecord", CORRUPT_RECORD
@@ -151,13 +135,13 @@ def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = No
     """
     with case_sensitive(spark) as session:
         try:
-            schema = _json_reader(session).json([literal_path(f) for f in files]).schema
+            schema = _json_reader(session).json([glob_escaped(f) for f in files]).schema
         except AnalysisException:
             if scratch is None:
                 raise
             strict = read_text_lines(session, files).where(is_strict_json(F.col("line")))
             strict.select("line").write.mode("overwrite").text(scratch)
-            schema = _json_reader(session).json(scratch).schema
+            schema = _json_reader(session).json(glob_escaped(scratch)).schema
     return StructType([field for field in schema.fields if field.name != CORRUPT_RECORD])
 
 
@@ -203,14 +187,14 @@ def empty_strings_as_text(
     """
     with case_sensitive(spark) as session:
         line = F.col("value")
-        text = session.read.text([literal_path(f) for f in files])
+        text = session.read.text([glob_escaped(f) for f in files])
         with_empty = text.where(F.contains(line, F.lit('""')) & ~line.rlike(EMPTY_KEY))
         reader = _json_reader(session).option("dropFieldIfAllNull", True)
 
         def infer(lines: DataFrame) -> StructType:
             spaced = F.regexp_replace(line, EMPTY_STRING, '" "')
             lines.select(spaced.alias("value")).write.mode("overwrite").text(scratch)
-            return reader.json(scratch).schema
+            return reader.json(glob_escaped(scratch)).schema
 
         try:
             seen = infer(with_empty)
@@ -314,7 +298,7 @@ def read_text_lines(
     commit. Those lines carry their `_line_number`; it is NULL for every
     other line (see line_numbers).
     """
-    read = spark.read.text([literal_path(f) for f in files])
+    read = spark.read.text([glob_escaped(f) for f in files])
     source = local_path(F.col("_metadata.file_path"))
     if inbox_paths is not None:
         source = by_position(inbox_paths, F.col("_metadata.file_name"))

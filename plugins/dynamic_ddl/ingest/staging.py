@@ -22,6 +22,7 @@ from dynamic_ddl.ingest.planning import value_checks
 from dynamic_ddl.ingest.settings import IngestSettings
 from dynamic_ddl.ingest.tables import database_location
 from dynamic_ddl.schema.naming import JsonPath
+from dynamic_ddl.sql_text import glob_escaped
 
 
 def staging_location(spark: SparkSession, table: str) -> str:
@@ -81,7 +82,7 @@ def stage_batch(
     misfit = {path: metrics[f"misfit{i}"] for i, (path, _) in enumerate(misfits)}
     by_discard = {what: metrics[f"discard{i}"] for i, (what, _) in enumerate(discards)}
     line_counts = replace(LineCounts.observed(counts), discarded_rows=by_discard)
-    return spark.read.parquet(location), line_counts, carried, misfit
+    return spark.read.parquet(glob_escaped(location)), line_counts, carried, misfit
 
 
 @dataclass(frozen=True)
