@@ -12,12 +12,25 @@
 
     Example:
         dbt run-operation table_checksums --args '{layer: landing, exclude: [_batch_id]}'
+        dbt run-operation table_checksums --args '{layers: [landing, production]}'
 
     Arguments:
         layer: the models' folder under models/ (fqn[1]), default `production`
         exclude: more columns to leave out (e.g. `_batch_id`, new in every build)
+        layers: several layers at once (one dbt start), printed as
+            {"<layer>": {"<table>": ...}}
 #}
-{% macro table_checksums(layer='production', exclude=[]) %}
+{% macro table_checksums(layer='production', exclude=[], layers=none) %}
+    {%- set by_layer = {} -%}
+    {%- for each in (layers or [layer]) -%}
+        {%- do by_layer.update({each: dynamic_ddl.layer_checksums(each, exclude)}) -%}
+    {%- endfor -%}
+    {%- do log(tojson(by_layer if layers else by_layer[layer], sort_keys=true), info=True) -%}
+{% endmacro %}
+
+
+{#-- {"<table>": {"rows": n, "checksum": "..."}} for the tables of one layer. --#}
+{% macro layer_checksums(layer, exclude) %}
     {%- set checksums = {} -%}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model' and node.fqn[1] == layer
@@ -39,7 +52,7 @@
             {%- do checksums.update({relation.identifier: {'rows': row[0], 'checksum': row[1]}}) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- do log(tojson(checksums, sort_keys=true), info=True) -%}
+    {{- return(checksums) -}}
 {% endmacro %}
 
 
