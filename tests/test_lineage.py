@@ -83,3 +83,32 @@ def test_each_batch_gets_the_line_it_read_from_a_file_rewritten_or_completed(tmp
     assert original_line([old, new], str(rewritten), 1, batch_id="b2") == b'{"b":22}'
     with pytest.raises(LineageError, match="changed after batch b1"):
         original_line([old, new], str(rewritten), 1, batch_id="b1")
+
+
+def test_line_numbers_hold_where_spark_reads_a_file_in_pieces(spark, tmp_path):
+    """A file Spark reads in several pieces (as it splits any file over
+    maxPartitionBytes), beside a small one: each raw row's and quarantined line's
+    `_line_number` is its line in its file, and that line is the one lineage returns."""
+    from tests.test_hostile_inbox import ingest, write_lines
+
+    big = [
+        f'{{"id": {n}, "ts": "2026-11-01T00:00:00Z", "pad": "{"x" * (n % 7)}"}}'
+        for n in range(1, 301)
+    ]
+    big[149] = "not json"  # line 150, quarantined
+    write_lines(tmp_path, "big.json", big)
+    write_lines(tmp_path, "small.json", ['{"id": 1000, "ts": "2026-11-01T00:00:00Z"}'])
+    setting = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(setting)
+    spark.conf.set(setting, "2000")  # the big file is about 15 kB: 8 pieces
+    try:
+        assert spark.read.text(str(tmp_path / "feed" / "big.json")).rdd.getNumPartitions() > 4
+        ingest(spark, "lineage_pieces", tmp_path)
+    finally:
+        spark.conf.set(setting, before)
+    rows = spark.table("lineage_pieces.raw_feed").select("id", "_source_file", "_line_number")
+    numbered = {(Path(r._source_file).name, r._line_number): r.id for r in rows.collect()}
+    expected = {("big.json", n): n for n in range(1, 301) if n != 150}
+    assert numbered == {**expected, ("small.json", 1): 1000}
+    quarantined = spark.table("lineage_pieces.raw_quarantine").select("line_number").collect()
+    assert [r.line_number for r in quarantined] == [150]

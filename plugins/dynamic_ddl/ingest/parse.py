@@ -40,7 +40,7 @@ Inbox paths are handed to Spark literally (`sql_text.glob_escaped`): a file name
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -319,15 +319,46 @@ def read_text_lines(
     return lines.where(F.col("_first_line") == 1).unionByName(kept).drop("_first_line")
 
 
+def piece_counts(lines: DataFrame) -> DataFrame:
+    """Per piece of a file (`_source_file`, `_split_start`) of `lines`: its first
+    `_row_id` (`_first_row`) and its number of lines (`_lines`)."""
+    return lines.groupBy("_source_file", "_split_start").agg(
+        F.min("_row_id").alias("_first_row"), F.count("*").alias("_lines")
+    )
+
+
+def collected_pieces(lines: DataFrame) -> list[tuple[str, int, int, int]]:
+    """`line_pieces(lines)` collected: one aggregate in Spark, the sums of earlier
+    pieces here (a window over a handful of rows per file cost two more Spark jobs)."""
+    return lines_before(tuple(row) for row in piece_counts(lines).collect())
+
+
+def lines_before(
+    pieces: Iterable[tuple[str, int, int, int]],
+) -> list[tuple[str, int, int, int]]:
+    """(file, split start, first row, lines) per piece -> (file, split start, first row,
+    lines of the file's earlier pieces), in file and split order.
+
+    Example:
+        >>> lines_before([("a", 100, 7, 5), ("a", 0, 0, 3), ("b", 0, 9, 2)])
+        [('a', 0, 0, 0), ('a', 100, 7, 3), ('b', 0, 9, 0)]
+    """
+    result, file, before = [], None, 0
+    for source, start, first, lines in sorted(pieces, key=lambda piece: piece[:2]):
+        if source != file:
+            file, before = source, 0
+        result.append((source, start, first, before))
+        before += lines
+    return result
+
+
 def line_pieces(lines: DataFrame) -> DataFrame:
     """Per piece of a file (`_source_file`, `_split_start`) of `lines` (as read by
     `read_text_lines`): its first `_row_id` and the lines of the file's earlier pieces.
 
     One aggregate over two small columns: a handful of rows per file.
     """
-    pieces = lines.groupBy("_source_file", "_split_start").agg(
-        F.min("_row_id").alias("_first_row"), F.count("*").alias("_lines")
-    )
+    pieces = piece_counts(lines)
     earlier = Window.partitionBy("_source_file").orderBy("_split_start")
     before = F.sum("_lines").over(earlier.rowsBetween(Window.unboundedPreceding, -1))
     return pieces.select(
@@ -352,6 +383,22 @@ def line_numbers(lines: DataFrame, rows: DataFrame, pieces: DataFrame | None = N
         .withColumn(LINE_NUMBER, number)
         .drop("_first_row", "_before")
     )
+
+
+def numbered_by_pieces(rows: DataFrame, pieces: list[tuple[str, int, int, int]]) -> DataFrame:
+    """`rows` with `_line_number`, as `line_numbers` gives it, from `collected_pieces`:
+    each piece's offset is a literal looked up by the row's piece, so the rows are
+    joined to nothing (a broadcast join cost a Spark job in every write)."""
+    keys = [f"{source}\x00{start}" for source, start, _, _ in pieces]
+    offsets = [before - first + 1 for _, _, first, before in pieces]
+    offset = F.element_at(
+        F.map_from_arrays(F.lit(keys), F.lit(offsets).cast("array<bigint>")),
+        F.concat_ws("\x00", F.col("_source_file"), F.col("_split_start").cast("string")),
+    )
+    number = F.col("_row_id") + offset
+    if LINE_NUMBER in rows.columns:
+        number = F.coalesce(F.col(LINE_NUMBER), number)
+    return rows.withColumn(LINE_NUMBER, number)
 
 
 def is_strict_json(line: Column) -> Column:

@@ -82,7 +82,9 @@ def stage_batch(
     misfit = {path: metrics[f"misfit{i}"] for i, (path, _) in enumerate(misfits)}
     by_discard = {what: metrics[f"discard{i}"] for i, (what, _) in enumerate(discards)}
     line_counts = replace(LineCounts.observed(counts), discarded_rows=by_discard)
-    return spark.read.parquet(glob_escaped(location)), line_counts, carried, misfit
+    # With its schema: no Spark job to read it back from the files' footers.
+    staged = spark.read.schema(parsed.schema).parquet(glob_escaped(location))
+    return staged, line_counts, carried, misfit
 
 
 @dataclass(frozen=True)

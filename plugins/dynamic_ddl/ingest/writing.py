@@ -11,8 +11,7 @@ from dynamic_ddl import steps
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.bookkeeping import write_quarantine
 from dynamic_ddl.ingest.compaction import migrate_layout
-from dynamic_ddl.ingest.local_rows import local_dataframe
-from dynamic_ddl.ingest.parse import REJECT_REASON, line_numbers, line_pieces
+from dynamic_ddl.ingest.parse import REJECT_REASON, collected_pieces, numbered_by_pieces
 from dynamic_ddl.ingest.planning import bare_name, child_leading, child_table_names, raw_leading
 from dynamic_ddl.ingest.raw_rows import (
     BatchContext,
@@ -30,8 +29,6 @@ from dynamic_ddl.schema.flatten import Leaf
 from dynamic_ddl.schema.modes import NO_ROUTES, Routes
 from dynamic_ddl.schema.naming import JsonPath, base_column_name
 from dynamic_ddl.schema.registry import RegistryEntry, SchemaPlan, spark_type
-
-PIECES_COLUMNS = "_source_file string, _split_start bigint, _first_row bigint, _before bigint"
 
 
 def prepare_tables(
@@ -72,9 +69,8 @@ def write_batch(
     event_time = dotted(topic.event_time)
     plan = plans[bare_name(settings.table)]
     # Every row gets its line number: the pieces of the batch's files are a
-    # few rows per file, computed once here and joined to each write.
-    pieces = local_dataframe(spark, line_pieces(parsed).collect(), PIECES_COLUMNS)
-    parsed = line_numbers(parsed, parsed, pieces)
+    # few rows per file, computed once here and looked up by each write.
+    parsed = numbered_by_pieces(parsed, collected_pieces(parsed))
     steps.reached("raw.write_raw_rows")
     overwrite_partitions(
         spark,
