@@ -392,7 +392,8 @@ def numbered_by_pieces(rows: DataFrame, pieces: list[tuple[str, int, int, int]])
     keys = [f"{source}\x00{start}" for source, start, _, _ in pieces]
     offsets = [before - first + 1 for _, _, first, before in pieces]
     offset = F.element_at(
-        F.map_from_arrays(F.lit(keys), F.lit(offsets).cast("array<bigint>")),
+        # Typed: an empty batch has no pieces, and an empty literal array no element type.
+        F.map_from_arrays(F.lit(keys).cast("array<string>"), F.lit(offsets).cast("array<bigint>")),
         F.concat_ws("\x00", F.col("_source_file"), F.col("_split_start").cast("string")),
     )
     number = F.col("_row_id") + offset
