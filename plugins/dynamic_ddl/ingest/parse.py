@@ -366,15 +366,15 @@ def line_pieces(lines: DataFrame) -> DataFrame:
     )
 
 
-def line_numbers(lines: DataFrame, rows: DataFrame, pieces: DataFrame | None = None) -> DataFrame:
-    """`rows`, some of `lines` (both as read by `read_text_lines`), with `_line_number`.
+def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
+    """`rows`, some of `lines` (both as read by `read_text_lines`), with `_line_number`,
+    lazily (a batch's writes use `numbered_by_pieces`).
 
     A line's number is its row within its piece of the file, plus the lines of
-    the file's earlier pieces (`pieces`: `line_pieces(lines)`, computed here
-    when not given). No text is read again. A row that has its number
-    already (a line of a grown file) keeps it.
+    the file's earlier pieces (`line_pieces(lines)`). No text is read again. A
+    row that has its number already (a line of a grown file) keeps it.
     """
-    pieces = line_pieces(lines) if pieces is None else pieces
+    pieces = line_pieces(lines)
     number = F.col("_row_id") - F.col("_first_row") + F.col("_before") + 1
     if LINE_NUMBER in rows.columns:
         number = F.coalesce(F.col(LINE_NUMBER), number)
