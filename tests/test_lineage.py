@@ -9,6 +9,7 @@ import pytest
 
 from dynamic_ddl.ingest.ledger import COMMITTED, PENDING, LedgerEntry, fingerprint
 from dynamic_ddl.ingest.lineage import LineageError, original_line, read_line
+from tests.test_hostile_inbox import ingest, write_lines
 
 
 def _entry(path: Path, batch_id: str = "b1", first_line: int = 1, state: str = COMMITTED):
@@ -89,8 +90,6 @@ def test_line_numbers_hold_where_spark_reads_a_file_in_pieces(spark, tmp_path):
     """A file Spark reads in several pieces (as it splits any file over
     maxPartitionBytes), beside a small one: each raw row's and quarantined line's
     `_line_number` is its line in its file, and that line is the one lineage returns."""
-    from tests.test_hostile_inbox import ingest, write_lines
-
     big = [
         f'{{"id": {n}, "ts": "2026-11-01T00:00:00Z", "pad": "{"x" * (n % 7)}"}}'
         for n in range(1, 301)

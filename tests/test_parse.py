@@ -14,6 +14,7 @@ from dynamic_ddl.ingest.parse import (
     infer_schema,
     is_strict_json,
     line_numbers,
+    line_pieces,
     parse_lines,
     read_text_lines,
 )
@@ -48,7 +49,7 @@ def test_every_line_is_accepted_or_quarantined_with_its_number(spark, tmp_path):
     spark.conf.set("spark.sql.files.openCostInBytes", "0")
     try:
         lines = (
-            line_numbers(parsed, parsed)
+            line_numbers(parsed, line_pieces(parsed))
             .select("_source_file", "_line_number", REJECT_REASON, F.col("line").cast("binary"))
             .collect()
         )

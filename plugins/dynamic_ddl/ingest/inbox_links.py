@@ -28,7 +28,8 @@ def link_folder(staging: str) -> Path:
     local = local_path(staging)
     if local is not None:
         return Path(f"{local}__links")
-    return Path(tempfile.gettempdir()) / "dynamic_ddl_links" / staging.rstrip("/").rsplit("/")[-1]
+    name = staging.rstrip("/").rsplit("/", 1)[-1]
+    return Path(tempfile.gettempdir()) / "dynamic_ddl_links" / name
 
 
 def link_files(paths: list[str], folder: Path) -> list[str]:

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -314,23 +314,21 @@ def read_text_lines(
     if not first_lines or max(first_lines) == 1:
         return lines.drop("_first_line")
     grown = lines.where(F.col("_first_line") > 1).drop(LINE_NUMBER)
-    numbered = line_numbers(grown, grown).where(F.col(LINE_NUMBER) >= F.col("_first_line"))
+    numbered = line_numbers(grown, line_pieces(grown))  # a Spark job, for grown files only
+    numbered = numbered.where(F.col(LINE_NUMBER) >= F.col("_first_line"))
     kept = numbered.select(*lines.columns)
     return lines.where(F.col("_first_line") == 1).unionByName(kept).drop("_first_line")
 
 
-def piece_counts(lines: DataFrame) -> DataFrame:
-    """Per piece of a file (`_source_file`, `_split_start`) of `lines`: its first
-    `_row_id` (`_first_row`) and its number of lines (`_lines`)."""
-    return lines.groupBy("_source_file", "_split_start").agg(
+def line_pieces(lines: DataFrame) -> list[tuple[str, int, int, int]]:
+    """Per piece of a file (`_source_file`, `_split_start`) of `lines` (as read by
+    `read_text_lines`): its first `_row_id` and the lines of the file's earlier
+    pieces. One aggregate over two small columns in Spark (a handful of rows per
+    file), the running sums here (`lines_before`)."""
+    pieces = lines.groupBy("_source_file", "_split_start").agg(
         F.min("_row_id").alias("_first_row"), F.count("*").alias("_lines")
     )
-
-
-def collected_pieces(lines: DataFrame) -> list[tuple[str, int, int, int]]:
-    """`line_pieces(lines)` collected: one aggregate in Spark, the sums of earlier
-    pieces here (a window over a handful of rows per file cost two more Spark jobs)."""
-    return lines_before(tuple(row) for row in piece_counts(lines).collect())
+    return lines_before(tuple(row) for row in pieces.collect())
 
 
 def lines_before(
@@ -352,43 +350,13 @@ def lines_before(
     return result
 
 
-def line_pieces(lines: DataFrame) -> DataFrame:
-    """Per piece of a file (`_source_file`, `_split_start`) of `lines` (as read by
-    `read_text_lines`): its first `_row_id` and the lines of the file's earlier pieces.
-
-    One aggregate over two small columns: a handful of rows per file.
-    """
-    pieces = piece_counts(lines)
-    earlier = Window.partitionBy("_source_file").orderBy("_split_start")
-    before = F.sum("_lines").over(earlier.rowsBetween(Window.unboundedPreceding, -1))
-    return pieces.select(
-        "_source_file", "_split_start", "_first_row", F.coalesce(before, F.lit(0)).alias("_before")
-    )
-
-
-def line_numbers(lines: DataFrame, rows: DataFrame) -> DataFrame:
-    """`rows`, some of `lines` (both as read by `read_text_lines`), with `_line_number`,
-    lazily (a batch's writes use `numbered_by_pieces`).
-
-    A line's number is its row within its piece of the file, plus the lines of
-    the file's earlier pieces (`line_pieces(lines)`). No text is read again. A
-    row that has its number already (a line of a grown file) keeps it.
-    """
-    pieces = line_pieces(lines)
-    number = F.col("_row_id") - F.col("_first_row") + F.col("_before") + 1
-    if LINE_NUMBER in rows.columns:
-        number = F.coalesce(F.col(LINE_NUMBER), number)
-    return (
-        rows.join(F.broadcast(pieces), ["_source_file", "_split_start"])
-        .withColumn(LINE_NUMBER, number)
-        .drop("_first_row", "_before")
-    )
-
-
-def numbered_by_pieces(rows: DataFrame, pieces: list[tuple[str, int, int, int]]) -> DataFrame:
-    """`rows` with `_line_number`, as `line_numbers` gives it, from `collected_pieces`:
-    each piece's offset is a literal looked up by the row's piece, so the rows are
-    joined to nothing (a broadcast join cost a Spark job in every write)."""
+def line_numbers(rows: DataFrame, pieces: list[tuple[str, int, int, int]]) -> DataFrame:
+    """`rows` (as read by `read_text_lines`) with `_line_number`: a line's row within
+    its piece of the file, plus the lines of the file's earlier pieces (`pieces`:
+    `line_pieces` of the lines the rows are among). Each piece's offset is a literal
+    looked up by the row's piece, so the rows are joined to nothing (a broadcast join
+    cost a Spark job in every write). No text is read again. A row that has its number
+    already (a line of a grown file) keeps it."""
     keys = [f"{source}\x00{start}" for source, start, _, _ in pieces]
     offsets = [before - first + 1 for _, _, first, before in pieces]
     offset = F.element_at(

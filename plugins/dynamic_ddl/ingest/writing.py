@@ -11,7 +11,7 @@ from dynamic_ddl import steps
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.bookkeeping import write_quarantine
 from dynamic_ddl.ingest.compaction import migrate_layout
-from dynamic_ddl.ingest.parse import REJECT_REASON, collected_pieces, numbered_by_pieces
+from dynamic_ddl.ingest.parse import REJECT_REASON, line_numbers, line_pieces
 from dynamic_ddl.ingest.planning import bare_name, child_leading, child_table_names, raw_leading
 from dynamic_ddl.ingest.raw_rows import (
     BatchContext,
@@ -70,7 +70,7 @@ def write_batch(
     plan = plans[bare_name(settings.table)]
     # Every row gets its line number: the pieces of the batch's files are a
     # few rows per file, computed once here and looked up by each write.
-    parsed = numbered_by_pieces(parsed, collected_pieces(parsed))
+    parsed = line_numbers(parsed, line_pieces(parsed))
     steps.reached("raw.write_raw_rows")
     overwrite_partitions(
         spark,
