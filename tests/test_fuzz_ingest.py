@@ -40,6 +40,7 @@ import base64
 import gzip
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -200,6 +201,12 @@ def check_batch(spark, schema: str, inbox: Path, files: dict[str, tuple[bytes, i
             rejected[entry.line_number] = text or entry.raw_text.encode("utf-8")
         for number, text in rejected.items():
             assert lines[number - 1] == text, (name, number)
+        # Only a line holding a number beyond a double (1E400) is quarantined for it (an
+        # accepted one never holds it: check_values).
+        for entry in held:
+            if entry.reason == "number_out_of_range":
+                line = lines[entry.line_number - 1]
+                assert _holds_infinity(_strict(line)), (name, entry.line_number)
         new_lines = list(enumerate(lines, 1))[before:]
         accepted = [number for number, _ in new_lines if number not in rejected]
         assert sorted(r._line_number for r in rows) == accepted, name
@@ -218,6 +225,7 @@ def check_values(row, text: str, registry: dict[tuple, str], kept_out: set[str])
     (`kept_out`)."""
     record = _strict(text)
     assert isinstance(record, dict), f"accepted a line that is not a JSON object: {text}"
+    assert not _holds_infinity(record), f"accepted a number beyond a double: {text}"
     overflow = row._overflow or {}
     values = row.asDict()
     for path, value in _leaves(record):
@@ -271,6 +279,15 @@ def _plain_text(value) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _holds_infinity(value) -> bool:
+    """Whether a value (as Python's json reads it: 1E400 is inf) holds an infinite number."""
+    if isinstance(value, dict):
+        return any(_holds_infinity(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_infinity(item) for item in value)
+    return isinstance(value, float) and math.isinf(value)
 
 
 def _is_number(value) -> bool:

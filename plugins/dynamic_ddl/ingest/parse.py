@@ -26,6 +26,8 @@ reason it goes to quarantine:
     empty_key         an object has the key "": Spark's reader drops such a
                       key with its value
     nesting_too_deep  objects/arrays nested deeper than LineLimits.max_depth
+    number_out_of_range  a number beyond a double's range (`1e400`): Spark's reader
+                      would store it as Infinity (see beyond_double)
     discard_row       a record that brings a new key, or a value its column
                       cannot hold, to a path whose schema_mode is discard_row
 
@@ -39,10 +41,12 @@ Inbox paths are handed to Spark literally (`sql_text.glob_escaped`): a file name
 
 from __future__ import annotations
 
+import operator
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -51,6 +55,8 @@ from pyspark.sql.types import (
     ArrayType,
     DataType,
     DecimalType,
+    DoubleType,
+    FloatType,
     StringType,
     StructField,
     StructType,
@@ -60,6 +66,7 @@ from dynamic_ddl.ingest.inbox_links import by_position
 from dynamic_ddl.schema.flatten import (
     deeper_than,
     holds_struct,
+    leaves_of_kind,
     objects_in_array,
     positional_type,
     with_leaf_types,
@@ -75,6 +82,10 @@ DISCARD_ROW_REASON = "discard_row"
 # The key "" in JSON text: `""` then `:`, not preceded by a backslash (an
 # escaped quote inside a string); `""` followed by `:` appears nowhere else
 # in valid JSON.
+# What every number beyond a double holds (1.8e308 needs an exponent of three digits,
+# or with two at most 210 digits before its point); checked only where a text leaf
+# shows Infinity's mark.
+BIG_NUMBER = r"[0-9]{210}|[eE][+]?[0-9]{3}"
 EMPTY_KEY = r'(?<!\\)""\s*:'
 
 
@@ -391,12 +402,13 @@ def is_strict_json(line: Column) -> Column:
 
 
 def rejection_reason(
-    line: Column, record: Column, schema: StructType, limits: LineLimits
+    line: Column, record: Column, schema: StructType, limits: LineLimits, overflow: Column
 ) -> Column:
     """Why a line cannot become a raw row, or NULL when it can.
 
     `record` is the line parsed with `schema` plus the corrupt-record field,
-    cast to its positional type (see flatten.positional_type).
+    cast to its positional type (see flatten.positional_type); `overflow`
+    is `beyond_double` of the record as parsed (before any rewrite).
     """
     corrupt = record.getField(f"f{len(schema.fields)}")
     return (
@@ -416,7 +428,38 @@ def rejection_reason(
             deeper_than(record, positional_type(schema), limits.max_depth),
             F.lit("nesting_too_deep"),
         )
+        .when(overflow, F.lit("number_out_of_range"))
     )
+
+
+def beyond_double(line: Column, record: Column, schema: StructType) -> Column:
+    """Whether a line holds a number beyond a double's range (`1e400`, `-1e400`).
+
+    Spark's JSON parser reads such a number as +-Infinity before any rule
+    sees it: a double leaf holds Infinity, and a leaf parsed as text (or
+    JSON text) holds `"Infinity"`, quotes included, as Jackson writes a
+    non-finite double back. Strict JSON has no Infinity of its own (the
+    token is `not_strict_json`; a double leaf never reads a string), so an
+    infinite double is always an overflow. The text mark is confirmed by a
+    number in the line that can overflow (BIG_NUMBER): only a line that
+    holds both a string ending in `Infinity"` (its quote escaped) and such
+    a number, without an overflow, would be quarantined in error.
+    """
+    positional = positional_type(schema)
+    infinity, mark = F.lit(float("inf")), F.lit('Infinity"')
+    checks = [
+        (F.array_contains(v, infinity) | F.array_contains(v, -infinity))
+        if in_array
+        else (F.abs(v) == infinity)
+        for v, in_array in leaves_of_kind(record, positional, (DoubleType, FloatType))
+    ]
+    marks = [
+        F.array_join(v, "\x00").contains(mark) if in_array else v.contains(mark)
+        for v, in_array in leaves_of_kind(record, positional, (StringType,))
+    ]
+    infinite = F.coalesce(reduce(operator.or_, checks), F.lit(False)) if checks else F.lit(False)
+    marked = F.coalesce(reduce(operator.or_, marks), F.lit(False)) if marks else F.lit(False)
+    return infinite | (marked & line.rlike(BIG_NUMBER))
 
 
 def parse_lines(
@@ -441,17 +484,27 @@ def parse_lines(
     parsed = F.from_json("line", with_corrupt, options).cast(positional_type(with_corrupt))
     # Two selects, so the parse is computed once and the reason reads its result.
     parsed_lines = lines.select("*", F.when(~too_long, parsed).alias(RECORD))
+    # Judged on the record as parsed: a check on a rewritten leaf would compute its
+    # rewrite (the event time's readers) a second time.
+    overflow = "_beyond_double"
+    parsed_lines = parsed_lines.withColumn(
+        overflow, beyond_double(F.col("line"), F.col(RECORD), schema)
+    )
     if rewrite is not None:
         parsed_lines = parsed_lines.withColumn(RECORD, rewrite(F.col(RECORD)))
-    reason = rejection_reason(F.col("line"), F.col(RECORD), schema, limits)
+    reason = rejection_reason(F.col("line"), F.col(RECORD), schema, limits, F.col(overflow))
     if discard is not None:
         reason = F.coalesce(reason, F.when(discard, F.lit(DISCARD_ROW_REASON)))
     accepted = F.col(REJECT_REASON).isNull()
     # The observation also fences the parse in: Spark pushes a filter on
     # _reject_reason down through projections, inlining the parse into the
     # filter (each line parsed twice or three times), but not through this.
-    return parsed_lines.withColumn(REJECT_REASON, reason).observe(
-        counts or Observation(),
-        F.count_if(accepted).alias("accepted"),
-        F.count_if(~accepted).alias("rejected"),
+    return (
+        parsed_lines.withColumn(REJECT_REASON, reason)
+        .drop(overflow)
+        .observe(
+            counts or Observation(),
+            F.count_if(accepted).alias("accepted"),
+            F.count_if(~accepted).alias("rejected"),
+        )
     )
