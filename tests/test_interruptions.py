@@ -360,6 +360,26 @@ def _repartition(spark, schema, inbox):
     repartition(sql, UpsertSpec.of_table(sql, f"{schema}.target"), ["id"])
 
 
+def _drop(spark, schema, inbox):
+    """Drop the table, its version store and its log entries: none is left to come back."""
+    drop_upsert_table(_sql(spark), _spec(schema, delete_marker="gone"))
+    log = f"{schema}.upsert_commits where table_name = 'target'"
+    assert spark.sql(f"select count(*) from {log}").first()[0] == 0
+
+
+def _repartition_killed_before_swap(spark, schema, inbox):
+    """Two commits, then a repartition killed as its swap begins: the interim copy, its
+    deletes and the new definition are made; the table is untouched."""
+    _committed_twice(spark, schema, inbox)
+
+    def kill(step: str) -> None:
+        if step.startswith("swap."):
+            raise steps.Interrupted(step)
+
+    with pytest.raises(steps.Interrupted), steps.hooked(kill):
+        _repartition(spark, schema, inbox)
+
+
 def _vacuum(spark, schema, inbox):
     """Vacuum, as the operation does with the model's retention; nothing orphaned is left."""
     vacuum(_sql(spark), _spec(schema, delete_marker="gone"))
@@ -563,6 +583,9 @@ SCENARIOS = [
     ),
     Scenario("savepoint", _committed_twice, _savepoint_first, _partitions_whole, ("savepoint.",)),
     Scenario("full_refresh", _committed_twice, _full_refresh, _partitions_whole, ("drop.",)),
+    # Dropping the table's log entries (steps repartition's drop_store and a new
+    # table's creation share).
+    Scenario("drop_log", _committed_twice, _drop, _partitions_whole, ("log.",)),
     Scenario("vacuum", _orphans_left, _vacuum, _partitions_whole, ("vacuum.",)),
     # A new layout: rows copied, the table swapped, the store rewritten and pointed at.
     # Of the swaps' own steps (the ledger_migration scenario has them all), the one that
@@ -573,6 +596,15 @@ SCENARIOS = [
         _repartition,
         _partitions_whole,
         ("repartition.", "swap.rename_new"),
+    ),
+    # The next writer undoes a repartition killed before its swap (the new definition
+    # made, the swap not begun).
+    Scenario(
+        "repartition_undo",
+        _repartition_killed_before_swap,
+        _second_commit,
+        _partitions_whole,
+        ("repartition.undo", "sql: drop"),
     ),
     Scenario("lock_take_over", _stale_lock, _commit, _partitions_whole, ("lock.",)),
     Scenario("log_compaction", _two_commits, _compacting_commit, _partitions_whole, ("compact.",)),

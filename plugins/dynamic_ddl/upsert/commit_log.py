@@ -122,9 +122,15 @@ def drop_log(sql: Sql, spec: UpsertSpec) -> None:
     default folder still holds the lines from before the compaction, which
     the next write there would bring back. So the partition is dropped, added
     again over its default folder, and dropped again (the log is a managed
-    table: a dropped partition's files go with it).
+    table: a dropped partition's files go with it). A kill between the
+    steps leaves entries that the next drop removes the same way.
     """
     if table_exists(sql, spec.log):
         partition = partition_spec(["table_name"], [spec.table_name])
-        for change in ("drop if exists", "add if not exists", "drop if exists"):
+        for step, change in (
+            ("log.drop", "drop if exists"),
+            ("log.add_default_folder", "add if not exists"),
+            ("log.drop_default_folder", "drop if exists"),
+        ):
+            steps.reached(step)
             sql(f"alter table {spec.log} {change} {partition}")
