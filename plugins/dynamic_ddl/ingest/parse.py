@@ -79,13 +79,13 @@ RECORD = "_record"
 REJECT_REASON = "_reject_reason"
 LINE_NUMBER = "_line_number"
 DISCARD_ROW_REASON = "discard_row"
-# The key "" in JSON text: `""` then `:`, not preceded by a backslash (an
-# escaped quote inside a string); `""` followed by `:` appears nowhere else
-# in valid JSON.
 # What every number beyond a double holds (1.8e308 needs an exponent of three digits,
 # or with two at most 210 digits before its point); checked only where a text leaf
 # shows Infinity's mark.
 BIG_NUMBER = r"[0-9]{210}|[eE][+]?[0-9]{3}"
+# The key "" in JSON text: `""` then `:`, not preceded by a backslash (an
+# escaped quote inside a string); `""` followed by `:` appears nowhere else
+# in valid JSON.
 EMPTY_KEY = r'(?<!\\)""\s*:'
 
 
@@ -457,9 +457,12 @@ def beyond_double(line: Column, record: Column, schema: StructType) -> Column:
         F.array_join(v, "\x00").contains(mark) if in_array else v.contains(mark)
         for v, in_array in leaves_of_kind(record, positional, (StringType,))
     ]
-    infinite = F.coalesce(reduce(operator.or_, checks), F.lit(False)) if checks else F.lit(False)
-    marked = F.coalesce(reduce(operator.or_, marks), F.lit(False)) if marks else F.lit(False)
-    return infinite | (marked & line.rlike(BIG_NUMBER))
+    return _any(checks) | (_any(marks) & line.rlike(BIG_NUMBER))
+
+
+def _any(checks: list[Column]) -> Column:
+    """Whether any of the checks holds (false for none, and where all are NULL)."""
+    return F.coalesce(reduce(operator.or_, checks), F.lit(False)) if checks else F.lit(False)
 
 
 def parse_lines(
