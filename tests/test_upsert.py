@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from datetime import datetime
 from urllib.parse import urlparse
 
 import pytest
+from dbt.adapters.spark.session import Connection as SessionConnection
 
 from dynamic_ddl import sql_text
+from dynamic_ddl.adapter.connections import EscapingSessionConnectionWrapper
+from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
 
 SCHEMA = "upsert_tests"
@@ -20,7 +25,7 @@ COLUMNS = "day string, device string, state string, log_ts bigint, gone boolean"
 def sql(spark):
     spark.sql(f"drop schema if exists {SCHEMA} cascade")
     spark.sql(f"create schema {SCHEMA}")
-    return lambda statement: spark.sql(statement).collect()
+    return spark_sql(spark)
 
 
 def _spec(name: str, **overrides) -> UpsertSpec:
@@ -425,3 +430,46 @@ def test_partial_updates_keep_the_latest_value_of_each_column(spark, sql):
     assert [tuple(r) for r in rows] == [("u1", 2, "Berlin", "BE"), ("u2", 2, "Milan", "RM")]
     unchanged = upsert(sql, spec, batch([("u1", "d1", 2, "Berlin", None)]))
     assert unchanged.commit_id is None  # nothing new: no commit
+
+
+def test_an_empty_string_partition_is_the_null_partition(spark, sql):
+    # Spark stores '' as a partition value as the NULL partition (Hive's default
+    # partition): the stored-rows filter `day in ('')` matched nothing there, so a
+    # second upsert into it wrote the batch's rows alone and lost the stored ones.
+    spec = _spec("empty_day")
+    upsert(sql, spec, _batch(spark, [("", "a", "on", 1, False), (None, "b", "on", 1, False)]))
+    upsert(sql, spec, _batch(spark, [("", "c", "on", 1, False)]))
+    assert _rows(spark, spec.target) == [
+        (None, "a", "on", 1),
+        (None, "b", "on", 1),
+        (None, "c", "on", 1),
+    ]
+    upsert(sql, spec, _batch(spark, [("", "a", None, 2, True)]))  # a delete finds its row
+    assert [row[1] for row in _rows(spark, spec.target)] == ["b", "c"]
+
+
+def test_a_timestamp_partition_outside_utc(spark, sql, monkeypatch):
+    # Partition values collected into Python come back in the process's time zone:
+    # written back as text they named another partition, and a second upsert into the
+    # same hour lost the stored rows.
+    spec = _spec("hourly")
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        for key in ("a", "b"):
+            spark.sql(
+                "create or replace temporary view batch as select"
+                " timestamp'2026-11-01 10:00:00' as day, device, 'on' as state,"
+                f" 1L as log_ts, false as gone from values ('{key}') as t(device)"
+            )
+            upsert(sql, spec, "batch")
+        # dbt's embedded connection gives the session's UTC values too.
+        dbt = EscapingSessionConnectionWrapper(SessionConnection()).cursor()
+        dbt.execute(f"select day, device from {spec.target} order by device")
+        hour = datetime(2026, 11, 1, 10)
+        assert dbt.fetchall() == [(hour, "a"), (hour, "b")]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    got = spark.sql(f"select cast(day as string), device from {spec.target}").collect()
+    assert sorted(map(tuple, got)) == [("2026-11-01 10:00:00", "a"), ("2026-11-01 10:00:00", "b")]

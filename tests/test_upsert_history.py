@@ -11,7 +11,13 @@ from datetime import datetime, timedelta
 import pytest
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import local_path, partition_columns, table_exists, table_location
+from dynamic_ddl.catalog import (
+    local_path,
+    partition_columns,
+    spark_sql,
+    table_exists,
+    table_location,
+)
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.care import VacuumResult, repartition, vacuum
 from dynamic_ddl.upsert.commit_log import read_log
@@ -46,7 +52,7 @@ START = datetime(2026, 11, 1)
 def sql(spark):
     spark.sql(f"drop schema if exists {SCHEMA} cascade")
     spark.sql(f"create schema {SCHEMA}")
-    return lambda statement: spark.sql(statement).collect()
+    return spark_sql(spark)
 
 
 def _spec(name: str, **overrides) -> UpsertSpec:

@@ -15,6 +15,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.upsert.protocol import upsert
 from dynamic_ddl.upsert.spec import UpsertSpec
 
@@ -67,7 +68,7 @@ def _stored(spark, table: str) -> list[tuple]:
 
 def _upsert(spark, spec: UpsertSpec, rows: list[tuple]) -> None:
     spark.createDataFrame(rows, COLUMNS).createOrReplaceTempView("batch")
-    upsert(lambda statement: spark.sql(statement).collect(), spec, "batch")
+    upsert(spark_sql(spark), spec, "batch")
 
 
 @settings(

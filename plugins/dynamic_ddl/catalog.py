@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -36,7 +37,32 @@ VANISHED_FILE_SIGNS = (
 
 def spark_sql(spark: Any) -> Sql:
     """The `Sql` callable of a SparkSession (classic or Connect)."""
-    return lambda statement: spark.sql(statement).collect()
+    return lambda statement: session_rows(spark.sql(statement))
+
+
+def session_rows(frame: Any, rows: Sequence[Any] | None = None) -> list[Any]:
+    """A DataFrame's rows (`rows`, else collected) with its TIMESTAMP values in UTC,
+    the sessions' time zone, as naive datetimes.
+
+    PySpark gives a TIMESTAMP as a naive datetime in the Python process's local time
+    zone: written back into SQL as text (a partition value, a filter) it would name
+    another instant, outside UTC, and an upsert would miss the stored rows of its
+    partition. TIMESTAMP_NTZ values are wall times already, and left alone.
+    """
+    rows = frame.collect() if rows is None else rows
+    fields = frame.schema.fields
+    stamps = [i for i, field in enumerate(fields) if field.dataType.typeName() == "timestamp"]
+    if not stamps or not rows:
+        return list(rows)
+    make = type(rows[0])(*(field.name for field in fields))  # a Row of the same names
+    fixed = []
+    for row in rows:
+        values = list(row)
+        for i in stamps:
+            if values[i] is not None:  # naive local -> aware -> naive UTC, exact
+                values[i] = values[i].astimezone(UTC).replace(tzinfo=None)
+        fixed.append(make(*values))
+    return fixed
 
 
 def read_settled(sql: Sql, table: str, statement: str) -> Sequence[Sequence[Any]]:

@@ -11,6 +11,7 @@ from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnecti
 from dbt.adapters.spark.session import NUMBERS, SessionConnectionWrapper
 
 from dynamic_ddl import pii
+from dynamic_ddl.catalog import session_rows
 
 
 class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
@@ -32,6 +33,12 @@ class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
             return f"'{value.strftime('%Y-%m-%d %H:%M:%S.%f')[:-3]}'"
         escaped = str(value).replace("\\", "\\\\").replace("'", "\\'")
         return f"'{escaped}'"
+
+    def fetchall(self) -> list[Any] | None:
+        """The rows, with TIMESTAMP values in UTC as on every target (session_rows)."""
+        rows = super().fetchall()
+        frame = getattr(self._cursor, "_df", None)  # dbt-spark's cursor keeps its DataFrame
+        return session_rows(frame, rows) if rows and frame is not None else rows
 
 
 class DynamicSparkConnectionManager(SparkConnectionManager):

@@ -13,7 +13,11 @@ def aligned_source(
     data: list[tuple[str, str]],
     source_columns: list[tuple[str, str]],
 ) -> str:
-    """The batch as a subquery with the target's columns: NULL for those it lacks."""
+    """The batch as a subquery with the target's columns: NULL for those it lacks.
+
+    An empty text as a partition value is NULL: Spark stores it as the NULL
+    partition (Hive's default), where the stored rows are then found.
+    """
     present = {name.lower() for name, _ in source_columns}
     columns = [
         quoted_identifier(name)
@@ -21,8 +25,17 @@ def aligned_source(
         else f"cast(null as {data_type}) as {quoted_identifier(name)}"
         for name, data_type in data
     ]
-    extra = [*spec.partition_by, *([spec.delete_marker] if spec.delete_marker else [])]
-    return f"(select {', '.join([*columns, *(quoted_identifier(c) for c in extra)])} from {source})"
+    texts = {
+        name.lower()
+        for name, data_type in source_columns
+        if data_type.lower().startswith(("string", "varchar", "char"))
+    }
+    for name in spec.partition_by:
+        column = quoted_identifier(name)
+        columns.append(f"nullif({column}, '') as {column}" if name.lower() in texts else column)
+    if spec.delete_marker:
+        columns.append(quoted_identifier(spec.delete_marker))
+    return f"(select {', '.join(columns)} from {source})"
 
 
 def comparable(column: str, data_type: str) -> str:
