@@ -12,8 +12,10 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
 from pyspark.sql import functions as F
 
+from dynamic_ddl import steps
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.ingest.ledger import file_checksum
 
@@ -372,6 +374,61 @@ def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
     path.write_bytes(b'{"id": 9}\n')
     (changed,) = ingest(spark, "hostile_grown", tmp_path)
     assert (changed.input_lines, changed.raw_rows) == (1, 1)
+
+
+def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
+    """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
+
+    def stop(step: str) -> None:
+        if step == "raw.write_registry":
+            raise steps.Interrupted(step)
+
+    with pytest.raises(steps.Interrupted), steps.hooked(stop):
+        ingest(spark, schema, inbox)
+
+
+def test_a_killed_batch_is_rerun_from_its_files_as_they_are_now(spark, tmp_path):
+    # Found by review: a killed batch whose file changed before the rerun was left
+    # pending, its rows visible, and the file taken anew beside them (twice); a file
+    # gone left its rows with no ledger entry.
+    schema = "hostile_rerun"
+    spark.sql(f"drop database if exists {schema} cascade")
+    write_lines(tmp_path, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}'])
+    ingest(spark, schema, tmp_path)
+    grown = write_lines(tmp_path, "b.json", ['{"id": 2, "ts": "2026-11-02T00:00:00Z"}'])
+    gone = write_lines(
+        tmp_path,
+        "c.json",
+        ['{"id": 3, "ts": "2026-11-03T00:00:00Z", "tags": [{"k": 1}]}', '{"id": '],
+    )
+    _killed_before_commit(spark, schema, tmp_path)
+    with open(grown, "ab") as appending:
+        appending.write(b'{"id": 4, "ts": "2026-11-04T00:00:00Z"}\n')
+    gone.unlink()
+    (rerun,) = ingest(spark, schema, tmp_path)
+    assert (rerun.files, rerun.input_lines, rerun.raw_rows) == (1, 2, 2)
+    assert sorted(row.id for row in spark.table(f"{schema}.raw_feed").collect()) == [1, 2, 4]
+    assert spark.table(f"{schema}.raw_feed__tags").count() == 0  # c's element went with it
+    assert spark.table(f"{schema}.raw_quarantine").count() == 0  # so did its bad line
+    assert_every_line_accounted_for(spark, schema)
+
+    # A killed batch whose every file is gone leaves nothing, and the run's compaction
+    # merges only committed rows (it once merged such a batch's rows, and the file, put
+    # back, was taken again beside them).
+    again = write_lines(tmp_path, "d.json", ['{"id": 5, "ts": "2026-11-05T00:00:00Z"}'])
+    _killed_before_commit(spark, schema, tmp_path)
+    (tmp_path / "d.json").write_bytes(again.read_bytes())  # out of the inbox
+    again.unlink()
+    write_lines(tmp_path, "e.json", ['{"id": 6, "ts": "2026-11-06T00:00:00Z"}'])
+    compacting = {"compact_every": 1, "compact_after_days": 0}
+    forgotten, taken = ingest(spark, schema, tmp_path, **compacting)
+    assert (forgotten.files, forgotten.raw_rows, taken.raw_rows) == (0, 0, 1)
+    assert sorted(row.id for row in spark.table(f"{schema}.raw_feed").collect()) == [1, 2, 4, 6]
+    (tmp_path / "d.json").rename(again)  # back: a new file now, taken once
+    ingest(spark, schema, tmp_path, **compacting)
+    ids = sorted(row.id for row in spark.table(f"{schema}.raw_feed").collect())
+    assert ids == [1, 2, 4, 5, 6]
+    assert_every_line_accounted_for(spark, schema)
 
 
 def test_a_ledger_from_before_first_line_and_batch_partitions_is_migrated(spark, tmp_path):

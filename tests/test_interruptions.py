@@ -23,6 +23,7 @@ import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import local_path, spark_sql, table_location
+from dynamic_ddl.ingest.bookkeeping import newest_committed_batch
 from dynamic_ddl.ingest.compaction import compact_topic, stored_partitions
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
@@ -522,6 +523,40 @@ def _ledger_whole(spark, schema, before, after):
     assert spark.table(table).count() == len(before["raw_file_ledger"]) - 1
 
 
+def _killed(spark, schema: str, inbox: Path) -> None:
+    """A run killed once its rows are written: its batch is left pending."""
+
+    def stop(step: str) -> None:
+        if step == "raw.write_registry":
+            raise steps.Interrupted(step)
+
+    with pytest.raises(steps.Interrupted), steps.hooked(stop):
+        _ingest(spark, schema, inbox)
+
+
+def _killed_then_changed(spark, schema, inbox):
+    """A killed batch of two files, one appended to and one removed before the rerun."""
+    _write(inbox, "b.json", BATCH_2)
+    _write(inbox, "c.json", BATCH_1)
+    _killed(spark, schema, inbox)
+    _write(inbox, "b.json", [*BATCH_2, BATCH_1[0]])
+    (inbox / TOPIC["topic"] / "dt=2026-11-01" / "c.json").unlink()
+
+
+def _killed_then_gone(spark, schema, inbox):
+    """A killed batch whose only file is removed before the rerun, and a new file."""
+    _write(inbox, "c.json", BATCH_1)
+    _killed(spark, schema, inbox)
+    (inbox / TOPIC["topic"] / "dt=2026-11-01" / "c.json").unlink()
+    _write(inbox, "a.json", FLAT_BATCHES[0])
+
+
+def _nothing_committed(spark, schema, before, after):
+    """A pending batch's rows are no history: readers of batches (landing models) stop
+    at the newest committed one, and none is."""
+    assert newest_committed_batch(spark_sql(spark), f"{schema}.raw_kills")[1] is None
+
+
 RAW_STEPS = ("raw.",)  # the lock's own steps: lock_take_over
 SCENARIOS = [
     # Every step of a raw batch, on a first batch (tables created) ...
@@ -545,6 +580,17 @@ SCENARIOS = [
         _raw_rows_unchanged,
         ("raw_compaction.",),
     ),
+    # The rerun of a killed batch whose files changed: what the killed run wrote goes
+    # first (the rest of the rerun is a batch's steps, as above) ...
+    Scenario(
+        "raw_rerun",
+        _killed_then_changed,
+        _ingest,
+        _nothing_committed,
+        ("raw.drop_killed_attempt",),
+    ),
+    # ... and of one whose files are all gone: nothing of it stays.
+    Scenario("raw_forget", _killed_then_gone, _ingest, _nothing_committed, ("raw.forget_",)),
     # A table of the layout before compaction, moved by the next batch.
     Scenario("raw_layout_migration", _old_layout, _ingest, _raw_whole, ("raw_layout.",)),
     # A ledger of the first layout moved to one partitioned by batch.

@@ -57,6 +57,30 @@ def test_pending_batch_is_rerun_under_its_own_id():
     assert [f.path for f in batches[1].files] == ["/in/t/b"]
 
 
+def test_a_pending_batch_takes_its_files_as_they_are_now_and_is_rerun_when_all_are_gone():
+    # A killed batch's file changed (appended to) before the rerun: the rerun takes it,
+    # never a new batch beside the killed run's rows (found by review: it duplicated).
+    ledger = [
+        _entry("a", "old", "b-killed", PENDING),
+        _entry("b", "c", "b-killed", PENDING),
+        _entry("c", "c", "b-gone", PENDING),  # every file of this one is gone
+        _entry("d", "c", "b-done", COMMITTED),
+    ]
+    batches = plan_batches([_file("a", checksum="new"), _file("e")], ledger, NOW)
+    assert [(b.batch_id, [f.checksum for f in b.files], b.rerun) for b in batches[:2]] == [
+        ("b-gone", [], True),
+        ("b-killed", ["new"], True),
+    ]
+    assert [f.path for f in batches[2].files] == ["/in/t/e"] and not batches[2].rerun
+    # Two killed batches that took one path (a ledger written before): the newer has it.
+    twice = [_entry("a", "v1", "b1", PENDING), _entry("a", "v2", "b2", PENDING)]
+    batches = plan_batches([_file("a", checksum="v3")], twice, NOW)
+    assert [(b.batch_id, [f.checksum for f in b.files]) for b in batches] == [
+        ("b1", []),
+        ("b2", ["v3"]),
+    ]
+
+
 def test_changed_content_at_the_same_path_is_a_new_file():
     ledger = [_entry("a", "old", "b1", COMMITTED)]
     batches = plan_batches([_file("a", checksum="new")], ledger, NOW)

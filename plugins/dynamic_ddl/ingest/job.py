@@ -27,8 +27,11 @@ new files), its steps in the modules named:
    staging files.
 
 A run killed anywhere leaves the batch `pending`; the next run repeats it
-under the same batch id, overwriting the same partitions, so the result is
-the result of an uninterrupted run.
+under the same batch id, with its files as they are then: it first drops
+every partition the killed run wrote (a file may have changed or gone
+since), so the result is the result of an uninterrupted run over the inbox
+as it is. A pending batch whose files are all gone leaves nothing, its
+ledger entries included (`forget_batch`).
 
 A model configured with `compact_every: N` compacts its tables, still under
 the lock, when its run crosses every N-th committed batch (compaction.py).
@@ -54,6 +57,7 @@ from dynamic_ddl.ingest.bookkeeping import (
     read_ledger,
     read_registry,
     write_ledger_batch,
+    write_quarantine,
     write_registry,
 )
 from dynamic_ddl.ingest.compaction import compact_topic
@@ -94,14 +98,14 @@ from dynamic_ddl.ingest.planning import (
 from dynamic_ddl.ingest.raw_rows import BatchContext
 from dynamic_ddl.ingest.settings import IngestSettings
 from dynamic_ddl.ingest.staging import stage_batch, staging_location
-from dynamic_ddl.ingest.tables import remove_local_dir
+from dynamic_ddl.ingest.tables import drop_batch_partitions, remove_local_dir
 from dynamic_ddl.ingest.topics import ConfigError, TopicConfig
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
 from dynamic_ddl.locks import held
 from dynamic_ddl.schema.event_time import lossy_pattern
 from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message, plan_routes
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
-from dynamic_ddl.sql_text import quoted_identifier, string_literal
+from dynamic_ddl.sql_text import partition_spec, quoted_identifier, string_literal
 
 # Progress of long runs, for whoever watches `dbt run` (bridged into dbt's log by
 # adapter/python_jobs.py) or calls ingest_topic with logging configured.
@@ -145,16 +149,19 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
             started = time.monotonic()
             summaries.append(ingest_batch(spark, settings, batch))
             PROGRESS.info(batch_done(settings.table, summaries, time.monotonic() - started))
-        committed = len({entry.batch_id for entry in ledger if entry.state == COMMITTED})
-        if settings.compaction.due(committed, committed + len(summaries)):
+        committed = {entry.batch_id for entry in ledger if entry.state == COMMITTED}
+        taken = {summary.batch_id for summary in summaries if summary.files}
+        if settings.compaction.due(len(committed), len(committed | taken)):
             compaction = settings.compaction
-            # Under this run's lock: every batch it took is committed (pending ones first).
+            # Under this run's lock. A batch left pending whose files this run did not
+            # find stays pending: its partitions are left to its rerun.
+            pending = {entry.batch_id for entry in ledger} - committed - taken
             for result in compact_topic(
                 spark_sql(spark),
                 settings.table,
                 compaction.after_days,
                 compaction.target_mb,
-                pending=(),
+                pending=pending,
             ):
                 PROGRESS.info(result.message())
     rows = [tuple(vars(summary).values()) for summary in summaries]
@@ -254,6 +261,12 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     """Ingest one batch of files (see the module docstring for the steps)."""
     topic = settings.topic
     context = BatchContext(topic.name, batch.batch_id, datetime.now(UTC))
+    if batch.rerun:  # its files may hold less, or other lines, than the killed run wrote
+        steps.reached("raw.drop_killed_attempt")
+        for table in topic_raw_tables(spark, settings):
+            drop_batch_partitions(spark, table, batch.batch_id)
+        if not batch.files:
+            return forget_batch(spark, settings, batch)
     steps.reached("raw.record_pending")
     _record_ledger(spark, settings, batch, PENDING)
 
@@ -363,6 +376,34 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
             misfits[entry.json_keys] for plan in plans.values() for entry in plan.texts
         ),
     )
+
+
+def topic_raw_tables(spark: SparkSession, settings: IngestSettings) -> list[str]:
+    """The topic's raw table and child tables (`<table>__<array>`) that exist, those
+    the registry has not recorded yet included (a killed run may have made them)."""
+    schema, bare = settings.table.split(".")
+    pattern = string_literal(f"{bare}*")
+    rows = spark.sql(f"show tables in {quoted_identifier(schema)} like {pattern}").collect()
+    names = sorted(row[1] for row in rows if row[1] == bare or row[1].startswith(f"{bare}__"))
+    return [f"{schema}.{name}" for name in names]
+
+
+def forget_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) -> BatchSummary:
+    """A pending batch whose files are all gone: its quarantined lines and values, then
+    its ledger entries (last: until then a rerun finds it pending and comes back here).
+    Its raw and child partitions are dropped already."""
+    steps.reached("raw.forget_batch")
+    name = settings.topic.name
+    for table in (settings.bookkeeping.quarantine, settings.bookkeeping.quarantined_values):
+        write_quarantine(spark, table, None, name, batch.batch_id)
+    steps.reached("raw.forget_ledger_entries")
+    partition = partition_spec(["topic", "batch_id"], [name, batch.batch_id])
+    spark.sql(f"alter table {settings.bookkeeping.ledger} drop if exists {partition}")
+    PROGRESS.warning(
+        f"{settings.table}: batch {batch.batch_id} was left pending by a killed run and its"
+        " files are gone from the inbox: nothing of it is kept"
+    )
+    return BatchSummary(name, batch.batch_id, 0, 0, 0, 0, 0, 0)
 
 
 def _write_registry(

@@ -1,10 +1,12 @@
 """Which inbox files are new: the pure logic of the file ledger.
 
 A file is identified by its path and content checksum. A file already
-committed is never ingested again; a file recorded as pending (a run that
-was killed between writing and committing) is ingested again under the
-batch id it was given, so a rerun rewrites exactly what the killed run
-wrote. A path whose content changed after it was ingested is a new file.
+committed is never ingested again. A batch recorded as pending (a run that
+was killed between writing and committing) is ingested again under its
+own id, with its files as they are now (changed or gone since: the rerun
+first drops what the killed run wrote, so nothing of it stays beside the
+rerun, and a batch whose files are all gone leaves nothing). A path whose
+content changed after it was committed is a new file.
 
 A committed file whose size and modification time are unchanged is not
 read at all, so a run with no new files reads no data. Every other file is
@@ -83,6 +85,7 @@ class Batch:
 
     batch_id: str
     files: tuple[InboxFile, ...]
+    rerun: bool = False  # a batch a killed run left pending: what it wrote is dropped first
 
 
 class Fingerprint(NamedTuple):
@@ -279,23 +282,39 @@ def plan_batches(
     now: datetime,
     limits: BatchLimits = BatchLimits(),
 ) -> list[Batch]:
-    """Batches to ingest, oldest first: each pending batch again, then the new files.
+    """Batches to ingest, oldest first: each pending batch again (with its files as they
+    are now; none when all are gone), then the new files.
 
     A backlog of new files is cut into batches within `limits`, so a run
     after a long outage neither reads it all at once nor fails on its size.
     Returns an empty list when every file is committed: a run with no new
     files reads no data.
     """
-    latest = latest_entries(ledger)
-    pending: dict[str, list[InboxFile]] = {}
+    entries = list(ledger)
+    latest = latest_entries(entries)
+    committed = {entry.batch_id for entry in entries if entry.state == COMMITTED}
+    pending: dict[str, list[InboxFile]] = {
+        entry.batch_id: [] for entry in entries if entry.batch_id not in committed
+    }
+    # A path a pending batch took is its again, whatever the file holds now (the newest
+    # such batch's, should two have taken it): never a new batch beside its rows.
+    owner = {
+        entry.path: entry.batch_id
+        for entry in sorted(entries, key=lambda e: e.batch_id)
+        if entry.batch_id in pending
+    }
     fresh: list[InboxFile] = []
     for file in scanned:
         entry = latest.get((file.path, file.checksum))
-        if entry is None:
+        if entry is not None and entry.state == COMMITTED:
+            continue
+        if file.path in owner:
+            pending[owner[file.path]].append(file)
+        else:
             fresh.append(file)
-        elif entry.state == PENDING:
-            pending.setdefault(entry.batch_id, []).append(file)
-    batches = [Batch(batch_id, tuple(files)) for batch_id, files in sorted(pending.items())]
+    batches = [
+        Batch(batch_id, tuple(files), rerun=True) for batch_id, files in sorted(pending.items())
+    ]
     for sequence, files in enumerate(cut_backlog(fresh, limits)):
         batches.append(Batch(new_batch_id(files, now, sequence), tuple(files)))
     return batches

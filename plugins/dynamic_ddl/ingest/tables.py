@@ -23,7 +23,13 @@ from pyspark.sql import functions as F
 from dynamic_ddl import catalog, steps
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.schema.registry import RegistryEntry
-from dynamic_ddl.sql_text import location_clause, quoted_identifier
+from dynamic_ddl.sql_text import (
+    glob_escaped,
+    location_clause,
+    partition_path,
+    partition_spec,
+    quoted_identifier,
+)
 
 PARTITION_COLUMNS = (("_event_date", "date"), ("_slot", "string"))
 
@@ -123,6 +129,21 @@ def aligned(spark: SparkSession, table: str, rows: DataFrame) -> DataFrame:
             for f in target.fields
         ]
     )
+
+
+def drop_batch_partitions(spark: SparkSession, table: str, batch_id: str) -> None:
+    """Drop every partition of `table` that holds the batch's rows (its slot, or, in the
+    layout before compaction, its `_batch_id`), and their folders on a local disk."""
+    sql = spark_sql(spark)
+    columns = catalog.partition_columns(sql, table)
+    column = next((c for c in ("_slot", "_batch_id") if c in columns), None)
+    if column is None:
+        return
+    sql(f"alter table {table} drop if exists {partition_spec([column], [batch_id])}")
+    root = catalog.local_path(catalog.table_location(sql, table))
+    if root is not None:
+        for folder in root.glob(f"*=*/{glob_escaped(partition_path([column], [batch_id]))}"):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def overwrite_partitions(spark: SparkSession, table: str, rows: DataFrame) -> None:
