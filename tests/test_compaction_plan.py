@@ -76,3 +76,17 @@ def test_a_merged_slot_sorts_after_every_batch_it_holds(slots, stamp):
     slot = merged_slot(slots, stamp)
     assert all(_batch_part(s) < slot for s in slots)
     assert _batch_part(slot) == max(_batch_part(s) for s in slots)
+
+
+def test_a_day_python_cannot_hold_is_planned_not_refused():
+    # Found by review: an event time read as year 0 (or before) gave a partition day
+    # date.fromisoformat refuses, and every compaction of the table failed.
+    old = [
+        StoredPartition(day, s, "p", 1, 10) for day in ("0000-12-31", "-0001-01-01") for s in "ab"
+    ]
+    future = [StoredPartition("+10000-01-01", s, "p", 1, 10) for s in "ab"]
+    merges = plan_merges([*old, *future], date(2026, 1, 1), TARGET)
+    assert sorted((m.day, len(m.sources)) for m in merges) == [
+        ("-0001-01-01", 2),
+        ("0000-12-31", 2),
+    ]

@@ -223,7 +223,7 @@ def plan_merges(
         by_day.setdefault(partition.day, []).append(partition)
     merges = []
     for day, group in sorted(by_day.items(), key=lambda item: item[0] or ""):
-        old = merge_before is not None and (day is None or date.fromisoformat(day) < merge_before)
+        old = merge_before is not None and (day is None or day_before(day, merge_before))
         groups = [group] if old else [[partition] for partition in group]
         for sources in groups:
             size = sum(p.bytes for p in sources)
@@ -232,6 +232,23 @@ def plan_merges(
                 slot = merged_slot([p.slot for p in sources], stamp)
                 merges.append(Merge(day, slot, tuple(sources), files))
     return merges
+
+
+def day_before(day: str, first_kept: date) -> bool:
+    """Whether the partition day `day` (as Spark writes it) is before `first_kept`. A
+    year Python's dates do not hold is before (year 0 and below: an event time read
+    as such, which must not stop compaction) or after (beyond 9999).
+
+    Example:
+        >>> [day_before(d, date(2026, 1, 1)) for d in ("2025-12-31", "0000-12-31", "-0001-01-01")]
+        [True, True, True]
+        >>> day_before("2026-01-01", date(2026, 1, 1)), day_before("+10000-01-01", date(2026, 1, 1))
+        (False, False)
+    """
+    try:
+        return date.fromisoformat(day) < first_kept
+    except ValueError:
+        return day.startswith(("-", "0000"))
 
 
 def merged_slot(slots: Sequence[str], stamp: str) -> str:
@@ -253,10 +270,15 @@ def merge_before_day(after_days: int | None, today: date | None = None) -> date 
     Example:
         >>> merge_before_day(2, date(2026, 11, 24)), merge_before_day(None)
         (datetime.date(2026, 11, 22), None)
+        >>> merge_before_day(10**6, date(2026, 11, 24))
+        datetime.date(1, 1, 1)
     """
     if after_days is None:
         return None
-    return (today or datetime.now(UTC).date()) - timedelta(days=int(after_days))
+    try:
+        return (today or datetime.now(UTC).date()) - timedelta(days=int(after_days))
+    except OverflowError:  # more days than the calendar holds: no day is that old
+        return date.min
 
 
 def stored_partitions(sql: Sql, table: str, root: str | None = None) -> list[StoredPartition]:
@@ -497,13 +519,14 @@ def migrate_layout(sql: Sql, table: str) -> bool:
 
 
 def _next_root(location: str) -> str:
-    """The folder a table moves to: `.../v<n+1>` after `.../v<n>`.
+    """The folder a table moves to: `.../v<n+1>` after `.../v<n>`; beside a folder
+    without a version (never inside it: the old folder is removed once moved).
 
     Example:
         >>> _next_root("file:/w/raw/raw_t/v1"), _next_root("file:/w/raw/raw_t")
-        ('file:/w/raw/raw_t/v2', 'file:/w/raw/raw_t/v2')
+        ('file:/w/raw/raw_t/v2', 'file:/w/raw/raw_t_v2')
     """
     found = re.fullmatch(r"(.*)/v(\d+)", location)
     if found is None:
-        return f"{location}/v2"
+        return f"{location}_v2"
     return f"{found.group(1)}/v{int(found.group(2)) + 1}"
