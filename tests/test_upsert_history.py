@@ -33,7 +33,7 @@ from dynamic_ddl.upsert.commits import (
     replay,
 )
 from dynamic_ddl.upsert.history import as_of_sql, release_savepoint, rollback_to, savepoint
-from dynamic_ddl.upsert.increments import changed_since_filter
+from dynamic_ddl.upsert.increments import changed_days, changed_since_filter
 from dynamic_ddl.upsert.protocol import (
     UpsertError,
     UpsertSpec,
@@ -327,6 +327,30 @@ def test_a_killed_repartition_leaves_readers_and_rebuilds_whole(spark, sql, monk
     assert _rows(spark, spec.target) == [("d9", "z", "new", 1)]
     left = {row[1] for row in sql(f"show tables in {SCHEMA} like 'relaid_killed*'")}
     assert left == {"relaid_killed", "relaid_killed__versions"}
+
+
+def test_readers_by_the_log_refuse_a_repartition_killed_after_its_swap(spark, sql):
+    # Found by review: killed between its swap and the store's rewrite, the table has the
+    # new layout and its log the old one. as_of read nothing, silently, and a pull of
+    # changes filtered the new partition column by the old one's values.
+    spec = _spec("relaid_half")
+    states = _commits(spark, sql, spec, 2)
+    seen = min(r[0] for r in sql(f"select _commit_id from {spec.target}"))
+    last = read_log(sql, spec).last_commit_id
+    _interrupted_repartition(sql, spec, ["state"], "repartition.drop_store")
+    relaid = UpsertSpec.of_table(sql, spec.target)
+    assert relaid.partition_by == ("state",)
+    with pytest.raises(UpsertError, match="repartition of .* interrupted"):
+        as_of_sql(sql, relaid, last)
+    with pytest.raises(ValueError, match="repartition of .* interrupted"):
+        changed_days(sql, relaid, "state", seen)
+    pulled = changed_since_filter(sql, relaid, "t", seen)
+    newer = f"select count(*) from {spec.target} as t where _commit_id > '{seen}'"
+    assert sql(f"select count(*) from {spec.target} as t where {pulled}") == sql(newer) != [(0,)]
+    finish_repartition(sql, relaid)  # what the next writer does: every day changed
+    states_now = {row[0] for row in sql(f"select distinct state from {spec.target}")}
+    assert set(changed_days(sql, relaid, "state", seen)) == states_now
+    assert _rows(spark, spec.target) == states[-1]
 
 
 def test_repartition_refuses_what_it_cannot_do_and_says_why(spark, sql):

@@ -33,6 +33,7 @@ from dynamic_ddl.upsert.commits import (
     versions_after,
 )
 from dynamic_ddl.upsert.protocol import finish, mend_table, recover, stored_versions
+from dynamic_ddl.upsert.relayout import refuse_while_repartitioning
 from dynamic_ddl.upsert.spec import VERSION, UpsertError, UpsertSpec
 
 COMMIT_ID = "20261101080000000000"  # the shape of a commit id (COMMIT_ID_FORMAT)
@@ -96,6 +97,7 @@ def kept_versions_after(sql: Sql, spec: UpsertSpec, state: TableState, commit: s
 def as_of_sql(sql: Sql, spec: UpsertSpec, at: str) -> str:
     """A subquery of the target's rows as they were right after the kept commit `at`
     names (see commit_of), read from the version store."""
+    refuse_while_repartitioning(sql, spec, f"as_of({spec.target}, {at!r})")
     state = read_log(sql, spec)
     versions = kept_versions_after(sql, spec, state, commit_of(state, at, spec.target))
     columns = ", ".join(quoted_identifier(name) for name, _ in table_columns(sql, spec.target))

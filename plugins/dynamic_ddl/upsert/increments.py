@@ -35,8 +35,8 @@ from dynamic_ddl.sql_text import (
 )
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.commits import TableState, changed_partitions
-from dynamic_ddl.upsert.relayout import in_progress
-from dynamic_ddl.upsert.spec import COMMIT_ID, VERSION, UpsertSpec
+from dynamic_ddl.upsert.relayout import in_progress, refuse_while_repartitioning
+from dynamic_ddl.upsert.spec import COMMIT_ID, VERSION, UpsertError, UpsertSpec
 
 # Past this many changed partitions, listing them saves little: the filter is left out.
 MAX_LISTED_PARTITIONS = 1000
@@ -63,15 +63,16 @@ def changed_since_filter(sql: Sql, upstream: UpsertSpec, qualifier: str, seen: A
     commits that are wholly visible and, when `seen` (a commit id) is given, newer
     than `seen`, in the partitions that hold such rows only. `false` before the
     upstream's first commit."""
+    commit = f"{qualifier}.{quoted_identifier(COMMIT_ID)}"
+    if in_progress(sql, upstream):
+        # A repartition is rewriting the store and the log (their partitions may be of
+        # the old layout still): the table reads whole rows, which keep their commit
+        # ids, so the ids alone tell what is new.
+        return "true" if seen is None else f"{commit} > {sql_literal(str(seen))}"
     state = table_state(sql, upstream)
     last = max(state.versions.values(), default=None)
-    commit = f"{qualifier}.{quoted_identifier(COMMIT_ID)}"
     if last is None:
-        if not in_progress(sql, upstream):
-            return "false"
-        # A repartition is rewriting the store and the log: the table reads whole rows,
-        # which keep their commit ids, so the ids alone tell what is new.
-        return "true" if seen is None else f"{commit} > {sql_literal(str(seen))}"
+        return "false"
     terms = [f"{commit} <= {sql_literal(last)}"]
     if seen is not None:
         terms.append(f"{commit} > {sql_literal(str(seen))}")
@@ -97,6 +98,10 @@ def changed_days(sql: Sql, upstream: UpsertSpec, day_column: str, seen: Any) -> 
             " as day_column."
         )
     index = names.index(day_column.lower())
+    try:  # the log's partitions may be of the old layout
+        refuse_while_repartitioning(sql, upstream, f"rows_of_changed_days({upstream.target})")
+    except UpsertError as error:
+        raise ValueError(str(error)) from None
     paths = changed_partitions(table_state(sql, upstream), str(seen) if seen else "")
     days = {path_values(path)[index] for path in paths}
     return sorted((None if day == NULL_PARTITION else day for day in days), key=str)

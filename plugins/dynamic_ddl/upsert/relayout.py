@@ -162,6 +162,19 @@ def in_progress(sql: Sql, spec: UpsertSpec) -> bool:
     return table_exists(sql, spec.target + INTERIM_SUFFIX)
 
 
+def refuse_while_repartitioning(sql: Sql, spec: UpsertSpec, what: str) -> None:
+    """Refuse `what`, a read by the table's commit log, while a repartition is under way
+    or was killed: the log and the version store may still follow the old layout
+    while the table has the new one, and a filter of one on the other reads nothing,
+    silently. (Writers finish or undo it first; readers take no lock.)"""
+    if in_progress(sql, spec):
+        raise UpsertError(
+            f"{what}: a repartition of {spec.target} is under way or was interrupted."
+            " Let it finish, or run the model (or the repartition operation) again to"
+            " finish it, then read again."
+        )
+
+
 def drop_repartition_leftovers(sql: Sql, spec: UpsertSpec) -> None:
     """Drop every table a killed repartition of `spec.target` may have left (for a
     rebuild from scratch, which must not bring any of them back)."""
