@@ -19,9 +19,14 @@ touches, each of a few small files. Compaction, under the topic's lock:
    instead of their sources, is swapped in (catalog.swap_in: a reader sees
    the table before or after). Every partition is in its folder under the
    table's location, so no statement needs where the files are.
-4. `clean`: (on a local disk) every partition folder under the location
-   that the table does not read goes, and the folders of killed write jobs;
-   then the interim definition.
+4. `clean`: the interim definition is dropped. The merged partitions'
+   folders stay until the next compaction starts, which removes (on a local
+   disk) every partition folder under the location that the table does not
+   read, and the folders of killed write jobs. A reader that fetched the
+   table's partitions before the swap lists folders after it: Spark takes a
+   partition folder that is gone for an empty one, so a removal right after
+   the swap could make it miss rows without an error (found by review,
+   2026-11-25).
 
 Planning lists files (`binaryFile`, content unread) and the metastore's
 partitions: its cost grows with the files, not with the rows.
@@ -383,10 +388,13 @@ def compact_table(
     pending: Collection[str] = (),
 ) -> CompactionResult:
     """Compact one raw or child table (steps 1-4); the caller holds the topic's lock."""
-    if table_exists(sql, table + COMPACTING_SUFFIX):  # a compaction was killed
+    killed = table_exists(sql, table + COMPACTING_SUFFIX)
+    if killed:
         clean_compaction(sql, table)
     migrated = migrate_layout(sql, table)
     root = table_location(sql, table)
+    if not killed:  # (clean_compaction did) the folders the last compaction merged
+        _remove_unread_folders(sql, table, root)
     before = after = stored_partitions(sql, table, root)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     movable = [p for p in before if p.slot not in pending]
@@ -394,7 +402,6 @@ def compact_table(
     if merges:
         _write_merged(sql, table, root, merges)
         _swap(sql, table, root, before, merges)
-        _remove_unread_folders(sql, table, root)
         drop_table(sql, table + COMPACTING_SUFFIX)
         after = stored_partitions(sql, table, root)
     return CompactionResult(
@@ -468,9 +475,9 @@ def clean_compaction(sql: Sql, table: str) -> None:
 
 def _remove_unread_folders(sql: Sql, table: str, root: str) -> None:
     """Step 4: on a local disk, every partition folder under the table's location `root`
-    that the table does not read (sources of merges; a killed compaction's rows), and
-    the folders of killed write jobs. Elsewhere only Spark reaches the files, and SQL
-    cannot list them."""
+    that the table does not read (sources of the last compaction's merges; a killed
+    compaction's rows, or a killed batch's), and the folders of killed write jobs.
+    Elsewhere only Spark reaches the files, and SQL cannot list them."""
     steps.reached("raw_compaction.clean")
     folder = local_path(root)
     if folder is None:
