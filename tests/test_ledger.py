@@ -157,3 +157,16 @@ def test_the_read_notes_an_empty_string_anywhere_even_across_chunks(tmp_path):
         "zipped.json.gz": True,
         "straddling.json": True,
     }
+
+
+def test_new_batch_ids_sort_after_every_batch_before_them():
+    # Found by review: readers take batches in id order, and ids began with the clock's
+    # time: a clock stepped back (or another host's) gave ids below the committed ones,
+    # which a landing model that had seen those skipped; the 10,001st batch of one run
+    # (`.10000`) sorted before `.9999`.
+    committed = [_entry("a", "c", "20261121T130000Z-aaaaaaaa", COMMITTED)]
+    (batch,) = plan_batches([_file("b")], committed, NOW)  # NOW is an hour earlier
+    assert batch.batch_id > committed[0].batch_id
+    files = [_file(f"{n:05d}") for n in range(10_001)]
+    ids = [b.batch_id for b in plan_batches(files, [], NOW, BatchLimits(max_files=1))]
+    assert ids == sorted(ids) and len(set(ids)) == len(files)

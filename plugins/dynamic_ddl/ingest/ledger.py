@@ -26,7 +26,7 @@ import hashlib
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -245,13 +245,35 @@ def new_batch_id(files: Iterable[InboxFile], now: datetime, sequence: int = 0) -
         >>> new_batch_id([], datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
         '20261121T083000Z-e3b0c442'
         >>> new_batch_id([], datetime(2026, 11, 21, 8, 30, tzinfo=UTC), 2)
-        '20261121T083000Z.0002-e3b0c442'
+        '20261121T083000Z.000002-e3b0c442'
     """
     digest = hashlib.sha256()
     for file in sorted(files, key=lambda f: f.path):
         digest.update(f"{file.path}\0{file.checksum}\n".encode())
-    order = f".{sequence:04d}" if sequence else ""
+    # Six digits: a run of 10,000 batches (4 digits, as before) sorted `.10000` first.
+    order = f".{sequence:06d}" if sequence else ""
     return f"{now:%Y%m%dT%H%M%SZ}{order}-{digest.hexdigest()[:8]}"
+
+
+def batch_clock(now: datetime, entries: Iterable[LedgerEntry]) -> datetime:
+    """`now`, or a second after the time of the topic's newest batch id when the clock is
+    not past it (a clock stepped back, a run on another host, two runs in one second):
+    readers take batches in id order, so a new id must sort after every one before.
+
+    Example:
+        >>> from datetime import UTC
+        >>> entry = LedgerEntry("a", 1, 0.0, "c", 1, "20261121T083000Z-e3b0c442", COMMITTED)
+        >>> batch_clock(datetime(2026, 11, 21, 8, 0, tzinfo=UTC), [entry])
+        datetime.datetime(2026, 11, 21, 8, 30, 1, tzinfo=datetime.timezone.utc)
+        >>> batch_clock(datetime(2026, 11, 21, 9, 0, tzinfo=UTC), [entry]).hour
+        9
+    """
+    newest = max((entry.batch_id for entry in entries), default="")
+    try:
+        then = datetime.strptime(newest[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:  # no batch yet
+        return now
+    return max(now, then + timedelta(seconds=1))
 
 
 def cut_backlog(files: list[InboxFile], limits: BatchLimits) -> list[list[InboxFile]]:
@@ -315,6 +337,7 @@ def plan_batches(
     batches = [
         Batch(batch_id, tuple(files), rerun=True) for batch_id, files in sorted(pending.items())
     ]
+    now = batch_clock(now, entries)
     for sequence, files in enumerate(cut_backlog(fresh, limits)):
         batches.append(Batch(new_batch_id(files, now, sequence), tuple(files)))
     return batches
