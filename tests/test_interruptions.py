@@ -31,7 +31,13 @@ from dynamic_ddl.sql_text import location_clause
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.care import repartition, vacuum
 from dynamic_ddl.upsert.commit_log import read_log
-from dynamic_ddl.upsert.history import release_savepoint, rollback_to, savepoint
+from dynamic_ddl.upsert.commits import kept_commits
+from dynamic_ddl.upsert.history import (
+    kept_versions_after,
+    release_savepoint,
+    rollback_to,
+    savepoint,
+)
 from dynamic_ddl.upsert.protocol import drop_upsert_table, rollback_last_commit, upsert
 from dynamic_ddl.upsert.snapshots import changes_sql, stored_columns
 from dynamic_ddl.upsert.spec import UpsertSpec
@@ -664,6 +670,20 @@ def _fresh(spark, schema: str, inbox: Path) -> None:
     shutil.rmtree(inbox, ignore_errors=True)
 
 
+def _history(spark, schema: str) -> tuple | None:
+    """The target's history as its commit log keeps it (commit ids differ run to run):
+    how many commits can be read as of, which partitions exist, how many savepoints;
+    and that every kept commit's partition versions are still in the store."""
+    sql, spec = spark_sql(spark), UpsertSpec(f"{schema}.target")
+    if "upsert_commits" not in _tables(spark, schema) or not spark.catalog.tableExists(spec.target):
+        return None
+    spec = UpsertSpec.of_table(sql, spec.target)
+    state = read_log(sql, spec)
+    for commit in kept_commits(state):
+        kept_versions_after(sql, spec, state, commit)  # raises when files are gone
+    return len(state.history), sorted(state.versions), len(state.savepoints)
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_an_interruption_at_every_step_converges(spark, tmp_path, scenario):
     clean, schema = f"kill_{scenario.name}_clean", f"kill_{scenario.name}"
@@ -675,6 +695,9 @@ def test_an_interruption_at_every_step_converges(spark, tmp_path, scenario):
     with steps.hooked(record):
         scenario.act(spark, clean, inbox)
     expected = _snapshot(spark, clean)
+    history = _history(spark, clean)
+    # Every scenario on an upsert table checks its history (drop_log drops the table).
+    assert history is not None or scenario.name.startswith(("raw_", "ledger_", "drop_log"))
     assert seen, "the protocol marks no step"
 
     failures = []
@@ -700,6 +723,8 @@ def test_an_interruption_at_every_step_converges(spark, tmp_path, scenario):
         got = _snapshot(spark, schema)
         if got != expected:
             failures.append(f"step {index} ({step}): {_difference(expected, got)}")
+        if _history(spark, schema) != history:  # nothing of the history lost, or extra
+            failures.append(f"step {index} ({step}): history {_history(spark, schema)}")
         if "upsert_commits" in _tables(spark, schema) and spark.catalog.tableExists(
             f"{schema}.target"
         ):
