@@ -24,6 +24,7 @@ from dynamic_ddl.ingest.bookkeeping import (
 from dynamic_ddl.landing.batches import unseen_batches_filter
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import read_log
+from dynamic_ddl.upsert.history import rollback_to
 from dynamic_ddl.upsert.increments import changed_since_filter, greatest_value
 from dynamic_ddl.upsert.protocol import rollback_last_commit, upsert
 from dynamic_ddl.upsert.spec import UpsertSpec
@@ -82,6 +83,11 @@ def test_the_newest_value_is_read_from_the_last_commit_only(spark, schema):
     assert "__versions" in read and "_version =" in read  # not the whole table
 
     rollback_last_commit(spark_sql(spark), spec)  # no last commit: read whole, still right
+    assert greatest_value(spark_sql(spark), spec, "ts") == 9
+    # A restore is a commit that writes no version: read whole too, not taken for empty.
+    first = min(row[0] for row in spark.sql(f"select _commit_id from {spec.target}").collect())
+    _commit(spark, spec, [("c", 12, "d3")])
+    assert rollback_to(spark_sql(spark), spec, first)
     assert greatest_value(spark_sql(spark), spec, "ts") == 9
 
 

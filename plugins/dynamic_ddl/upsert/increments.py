@@ -49,12 +49,17 @@ def table_state(sql: Sql, spec: UpsertSpec) -> TableState:
 
 def greatest_value(sql: Sql, spec: UpsertSpec, column: str) -> Any:
     """The greatest value of `column` in the target (None when it has no rows), reading
-    only the version its last commit wrote when there is one."""
+    only the version its last commit wrote when there is one. A restore (rollback_to)
+    writes none: then the table is read whole, rather than taken for empty (which made
+    a downstream model recompute every day)."""
     last = table_state(sql, spec).last_commit
-    source = quoted_table(spec.target)
+    select = f"select max({quoted_identifier(column)}) from"
     if last is not None:
-        source = f"{quoted_table(spec.versions)} where {VERSION} = {sql_literal(last.commit_id)}"
-    (row,) = sql(f"select max({quoted_identifier(column)}) from {source}")
+        version = f"{VERSION} = {sql_literal(last.commit_id)}"
+        (row,) = sql(f"{select} {quoted_table(spec.versions)} where {version}")
+        if row[0] is not None:
+            return row[0]
+    (row,) = sql(f"{select} {quoted_table(spec.target)}")
     return row[0]
 
 
