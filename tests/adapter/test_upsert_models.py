@@ -1,8 +1,8 @@
 """Both faces of the upsert through dbt: a Python model and a SQL model with the
 `upsert` strategy give the same table; `changed_since` pulls only changed rows;
 `as_of` reads a table as of a kept commit, `rollback_to` restores it,
-`rollback_last_commit` undoes the last commit, `vacuum` removes orphans, and
-`repartition` changes the layout in place."""
+`rollback_last_commit` undoes the last commit, a savepoint stops a full refresh,
+`vacuum` removes orphans, and `repartition` changes the layout in place."""
 
 from __future__ import annotations
 
@@ -127,6 +127,16 @@ class UpsertModelsSuite:
         # A restore is a commit: rollback_last_commit undoes it.
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: lnd_sql}"])
         assert self._rows(project, "lnd_sql") == expected
+
+        # A savepoint keeps its history until released: a --full-refresh, which would
+        # drop it, is refused before it builds anything (it once dropped it silently).
+        last = project.run_sql(f"select max(_commit_id) from {table}", fetch="one")[0]
+        pinned = json.dumps({"model": "lnd_sql", "at": last})
+        run_dbt(["run-operation", "savepoint", "--args", pinned])
+        refused = run_dbt(["run", "--select", "lnd_sql", "--full-refresh"], expect_pass=False)
+        assert "release them first" in refused[0].message
+        assert self._rows(project, "lnd_sql") == expected
+        run_dbt(["run-operation", "release_savepoint", "--args", pinned])
 
         # Vacuum: orphans of killed writes go, and what the table reads stays.
         store = local_path(

@@ -439,6 +439,23 @@ class DynamicSparkAdapter(SparkAdapter):
         return rows_predicate([day_column], [(day,) for day in days], qualifier)
 
     @available
+    def refuse_rebuild_over_savepoints(self, target: Any) -> None:
+        """Fail a --full-refresh of an upsert table (before it builds anything) while a
+        savepoint pins some of the history the rebuild would drop."""
+        from dynamic_ddl.catalog import table_exists
+        from dynamic_ddl.upsert.commit_log import read_log
+        from dynamic_ddl.upsert.protocol import UpsertError, refuse_dropping_savepoints
+
+        spec = self._existing_upsert(target)
+        if not table_exists(self._fetch_rows, spec.log):
+            return
+        state = read_log(self._fetch_rows, spec)
+        try:
+            refuse_dropping_savepoints(state, spec.target, "a --full-refresh")
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
+
+    @available
     def drop_upsert_table(self, target: Any) -> None:
         """Drop an upsert table with its version store and its commit log (a full refresh)."""
         from dynamic_ddl.upsert.protocol import drop_upsert_table

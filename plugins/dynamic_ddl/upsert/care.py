@@ -38,7 +38,13 @@ from dynamic_ddl.catalog import (
 )
 from dynamic_ddl.locks import held
 from dynamic_ddl.upsert.commits import next_commit_id
-from dynamic_ddl.upsert.protocol import clean_versions, mend_table, recover, stored_versions
+from dynamic_ddl.upsert.protocol import (
+    clean_versions,
+    mend_table,
+    recover,
+    refuse_dropping_savepoints,
+    stored_versions,
+)
 from dynamic_ddl.upsert.relayout import start_repartition
 from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertError, UpsertSpec
 
@@ -93,11 +99,7 @@ def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str 
     with held(sql, spec.target):
         spec = mend_table(sql, spec, "repartition")
         state = recover(sql, spec)
-        if state.savepoints:
-            raise UpsertError(
-                f"{spec.target} has savepoints ({', '.join(sorted(state.savepoints))}), whose"
-                " history a repartition would drop: release them first (release_savepoint)."
-            )
+        refuse_dropping_savepoints(state, spec.target, "a repartition")
         names = {name.lower() for name, _ in table_columns(sql, spec.target)}
         lineage = {COMMIT_ID, COMMIT_TS}
         unknown = [p for p in partition_by if p.lower() not in names or p.lower() in lineage]

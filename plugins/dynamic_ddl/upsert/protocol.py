@@ -445,6 +445,16 @@ def _finish_rollback(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> TableState:
     return read_log(sql, spec)
 
 
+def refuse_dropping_savepoints(state: TableState, target: str, doing: str) -> None:
+    """Refuse `doing`, which drops the table's history, while a savepoint pins some of
+    it: a savepoint promises its commit's files stay until it is released."""
+    if state.savepoints:
+        raise UpsertError(
+            f"{target} has savepoints ({', '.join(sorted(state.savepoints))}), whose"
+            f" history {doing} would drop: release them first (release_savepoint)."
+        )
+
+
 def drop_upsert_table(sql: Sql, spec: UpsertSpec) -> None:
     """Drop the target, its version store and its commit log entries, and what a killed
     repartition left (so none of it comes back as the table)."""
@@ -468,6 +478,7 @@ __all__ = [
     "drop_upsert_table",
     "finish",
     "recover",
+    "refuse_dropping_savepoints",
     "replay",
     "rollback_last_commit",
     "upsert",

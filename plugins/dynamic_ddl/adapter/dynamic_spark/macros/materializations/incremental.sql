@@ -54,6 +54,8 @@
     {%- set rebuild = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {%- set upsert_rebuild = copy_on_write and rebuild and existing_relation is not none -%}
     {%- if upsert_rebuild -%}
+        {#-- A savepoint keeps its history until released: refuse before building. --#}
+        {% do adapter.refuse_rebuild_over_savepoints(target_relation) %}
         {#-- Build first: a model whose SQL fails leaves the table, its versions and its log. --#}
         {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
         {%- call statement('build_staging', language=language) -%}
