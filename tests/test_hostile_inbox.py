@@ -378,12 +378,7 @@ def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
 
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
     """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
-
-    def stop(step: str) -> None:
-        if step == "raw.write_registry":
-            raise steps.Interrupted(step)
-
-    with pytest.raises(steps.Interrupted), steps.hooked(stop):
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):
         ingest(spark, schema, inbox)
 
 

@@ -97,10 +97,7 @@ def test_a_batch_still_being_written_is_not_taken(spark, schema, tmp_path: Path)
     ingest(spark, schema, inbox)
     write_lines(inbox, "b.json", ['{"id": 2, "ts": "2026-11-01T00:00:00Z"}'])
 
-    def stop_before_commit(step: str) -> None:
-        if step == "raw.write_registry":
-            raise steps.Interrupted(step)
-
+    stop_before_commit = steps.interrupt_on("raw.write_registry")
     with pytest.raises(steps.Interrupted), steps.hooked(stop_before_commit):
         ingest(spark, schema, inbox)
     raw = spark.table(f"{schema}.raw_feed")

@@ -532,12 +532,7 @@ def _ledger_whole(spark, schema, before, after):
 
 def _killed(spark, schema: str, inbox: Path) -> None:
     """A run killed once its rows are written: its batch is left pending."""
-
-    def stop(step: str) -> None:
-        if step == "raw.write_registry":
-            raise steps.Interrupted(step)
-
-    with pytest.raises(steps.Interrupted), steps.hooked(stop):
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):
         _ingest(spark, schema, inbox)
 
 

@@ -93,3 +93,13 @@ def interrupt_at(index: int) -> Hook:
             raise Interrupted(f"interrupted at step {index}: {step}")
 
     return hook
+
+
+def interrupt_on(name: str) -> Hook:
+    """A hook that raises `Interrupted` when step `name` is reached (a run killed there)."""
+
+    def hook(step: str) -> None:
+        if step == name:
+            raise Interrupted(f"interrupted at {step}")
+
+    return hook

@@ -388,13 +388,11 @@ def compact_table(
     pending: Collection[str] = (),
 ) -> CompactionResult:
     """Compact one raw or child table (steps 1-4); the caller holds the topic's lock."""
-    killed = table_exists(sql, table + COMPACTING_SUFFIX)
-    if killed:
+    if table_exists(sql, table + COMPACTING_SUFFIX):  # a compaction was killed
         clean_compaction(sql, table)
     migrated = migrate_layout(sql, table)
     root = table_location(sql, table)
-    if not killed:  # (clean_compaction did) the folders the last compaction merged
-        _remove_unread_folders(sql, table, root)
+    _remove_unread_folders(sql, table, root)  # those the last compaction merged, and more
     before = after = stored_partitions(sql, table, root)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     movable = [p for p in before if p.slot not in pending]
@@ -465,11 +463,11 @@ def _swap(
 
 def clean_compaction(sql: Sql, table: str) -> None:
     """What undoes or finishes a killed compaction (the interim table is its mark,
-    dropped last): drop the new and retired definitions, remove the folders the table
-    does not read (step 4), then the interim definition."""
+    dropped last): drop the new and retired definitions, then the interim definition.
+    Its rows' folders, which no partition reads, go with the next removal (step 4),
+    which every compaction starts with."""
     drop_table(sql, table + NEW_SUFFIX)
     drop_table(sql, table + RETIRED_SUFFIX)  # a swap killed before its last step
-    _remove_unread_folders(sql, table, table_location(sql, table))
     drop_table(sql, table + COMPACTING_SUFFIX)
 
 

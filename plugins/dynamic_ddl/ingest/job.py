@@ -105,7 +105,7 @@ from dynamic_ddl.locks import held
 from dynamic_ddl.schema.event_time import lossy_pattern
 from dynamic_ddl.schema.modes import SchemaFrozen, frozen_changes, frozen_message, plan_routes
 from dynamic_ddl.schema.registry import STALE, RegistryEntry, SchemaPlan
-from dynamic_ddl.sql_text import partition_spec, quoted_identifier, string_literal
+from dynamic_ddl.sql_text import partition_spec, quoted_identifier, quoted_table, string_literal
 
 # Progress of long runs, for whoever watches `dbt run` (bridged into dbt's log by
 # adapter/python_jobs.py) or calls ingest_topic with logging configured.
@@ -398,7 +398,7 @@ def forget_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         write_quarantine(spark, table, None, name, batch.batch_id)
     steps.reached("raw.forget_ledger_entries")
     partition = partition_spec(["topic", "batch_id"], [name, batch.batch_id])
-    spark.sql(f"alter table {settings.bookkeeping.ledger} drop if exists {partition}")
+    spark.sql(f"alter table {quoted_table(settings.bookkeeping.ledger)} drop if exists {partition}")
     PROGRESS.warning(
         f"{settings.table}: batch {batch.batch_id} was left pending by a killed run and its"
         " files are gone from the inbox: nothing of it is kept"

@@ -29,6 +29,7 @@ from dynamic_ddl.sql_text import (
     partition_path,
     partition_spec,
     quoted_identifier,
+    quoted_table,
 )
 
 PARTITION_COLUMNS = (("_event_date", "date"), ("_slot", "string"))
@@ -139,7 +140,7 @@ def drop_batch_partitions(spark: SparkSession, table: str, batch_id: str) -> Non
     column = next((c for c in ("_slot", "_batch_id") if c in columns), None)
     if column is None:
         return
-    sql(f"alter table {table} drop if exists {partition_spec([column], [batch_id])}")
+    sql(f"alter table {quoted_table(table)} drop if exists {partition_spec([column], [batch_id])}")
     root = catalog.local_path(catalog.table_location(sql, table))
     if root is not None:
         for folder in root.glob(f"*=*/{glob_escaped(partition_path([column], [batch_id]))}"):
