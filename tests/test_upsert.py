@@ -322,7 +322,7 @@ def test_an_unpartitioned_table_is_swapped_whole(spark, sql):
 
 
 def test_a_missing_key_column_names_the_fix(spark, sql):
-    with pytest.raises(UpsertError, match="unique_key, ordering_field and partition_by"):
+    with pytest.raises(UpsertError, match="unique_key, ordering_field, tie_break and partition_by"):
         upsert(
             sql, _spec("bad", unique_key=("serial",)), _batch(spark, [("d1", "a", "x", 1, False)])
         )

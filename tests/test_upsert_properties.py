@@ -1,7 +1,8 @@
 """Any sequence of upsert batches ends where one upsert of all their rows does, and
 both hold what latest-wins gives when computed in plain Python: keys that move
 between partitions (`global_key`), deletes remembered within their horizon, late,
-repeated and out-of-order rows.
+repeated and out-of-order rows, and ties on the ordering value (broken by the
+rows' lineage, `tie_break`, as a build from scratch sees it).
 
 Property-based: `make test` runs a few examples, the same on every run
 (derandomized); `make fuzz` runs FUZZ_EXAMPLES new ones.
@@ -20,7 +21,9 @@ from dynamic_ddl.upsert.protocol import upsert
 from dynamic_ddl.upsert.spec import UpsertSpec
 
 SCHEMA = "upsert_properties"
-COLUMNS = "day string, device string, state string, log_ts bigint, gone boolean"
+COLUMNS = (
+    "day string, device string, state string, log_ts bigint, gone boolean, batch int, line int"
+)
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "3"))
 RANDOM = os.environ.get("FUZZ_RANDOM") == "1"
 _TABLES = itertools.count()
@@ -36,26 +39,27 @@ _rows = st.tuples(
 
 @st.composite
 def _batches(draw) -> list[list[tuple]]:
-    """1 to 4 batches of 1 to 5 rows; ordering values all distinct (a tie between
-    batches is won by the newer batch, between rows of one batch by content: the
-    two orders of arrival would differ by design)."""
+    """1 to 4 batches of 1 to 5 rows, each row with its batch and line number; ordering
+    values from 1 to 3, so that rows of a key often tie."""
     sizes = draw(st.lists(st.integers(1, 5), min_size=1, max_size=4))
     rows = draw(st.lists(_rows, min_size=sum(sizes), max_size=sum(sizes)))
-    ordering = draw(st.permutations(range(1, len(rows) + 1)))
+    ordering = draw(st.lists(st.integers(1, 3), min_size=len(rows), max_size=len(rows)))
+    numbered = [(batch, line) for batch, size in enumerate(sizes) for line in range(size)]
     full = [
-        (day, key, None if gone else state, t, gone)
-        for (day, key, state, gone), t in zip(rows, ordering, strict=True)
+        (day, key, None if gone else state, t, gone, batch, line)
+        for (day, key, state, gone), t, (batch, line) in zip(rows, ordering, numbered, strict=True)
     ]
     cuts = list(itertools.accumulate(sizes))
     return [full[start:end] for start, end in zip([0, *cuts], cuts, strict=False)]
 
 
 def _latest(rows: list[tuple]) -> list[tuple]:
-    """Latest wins, in Python: per key, the row with the greatest ordering value,
-    unless it is a delete."""
+    """Latest wins, in Python: per key, the row with the greatest ordering value, then
+    batch and line, unless it is a delete."""
     latest: dict[str, tuple] = {}
     for row in rows:
-        if row[1] not in latest or row[3] > latest[row[1]][3]:
+        rank = (row[3], row[5], row[6])
+        if row[1] not in latest or rank > (latest[row[1]][3], *latest[row[1]][5:]):
             latest[row[1]] = row
     return sorted(row[:4] for row in latest.values() if not row[4])
 
@@ -88,6 +92,7 @@ def test_batches_one_by_one_equal_all_at_once_and_latest_wins(spark, batches):
             f"{SCHEMA}.{name}_{number}",
             unique_key=("device",),
             ordering_field="log_ts",
+            tie_break=("batch", "line"),
             partition_by=("day",),
             delete_marker="gone",
             global_key=True,

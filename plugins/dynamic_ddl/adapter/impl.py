@@ -571,6 +571,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             target=f"{target.schema}.{target.identifier}",
             unique_key=_columns(options.get("unique_key")),
             ordering_field=options.get("ordering_field") or "",
+            tie_break=_columns(options.get("tie_break")),
             partition_by=_columns(options.get("partition_by")),
             delete_marker=options.get("delete_marker"),
             on_schema_change=options.get("on_schema_change") or "ignore",

@@ -92,8 +92,9 @@ def _partial_columns(
     output columns taking them, and the merged row's content. Empty strings otherwise."""
     if not spec.partial_updates:
         return "", "", ""
-    fixed = {c.lower() for c in [*spec.unique_key, spec.ordering_field]}
-    order = f"struct({quoted_identifier(spec.ordering_field)}, _incoming)"
+    fixed = {c.lower() for c in [*spec.unique_key, *spec.ranking_columns]}
+    ranking = ", ".join(quoted_identifier(c) for c in spec.ranking_columns)
+    order = f"struct({ranking}, _incoming)"
     latest, output, content = [], [], []
     for i, (name, data_type) in enumerate(data):
         column = quoted_identifier(name)
@@ -171,8 +172,9 @@ def merge_sql(
     """The winners of the batch against the stored rows of the partitions it touches.
 
     One ranking per key over the batch's rows and the stored row: the
-    greatest ordering value wins, then an incoming row over the stored one,
-    then the greater content (a deterministic tie-break within the batch).
+    greatest ordering value wins, then the greatest tie-break values
+    (`spec.tie_break`), then an incoming row over the stored one, then the
+    greater content (a deterministic tie-break within the batch).
     Contents are the row's data values, compared natively after the shuffle
     (cheaper than shuffling a JSON text of each row; maps and variants as
     JSON).
@@ -208,7 +210,7 @@ def merge_sql(
     if spec.moves_keys:
         values += [quoted_identifier(p) for p in spec.partition_by]
     content = f"struct({', '.join(values)})"
-    tie_break = ", ".join(f"{v} desc" for v in values)
+    by_content = ", ".join(f"{v} desc" for v in values)
     latest, output, merged_content = _partial_columns(spec, data, key)
     deleted = (
         f"coalesce(cast({quoted_identifier(spec.delete_marker)} as boolean), false)"
@@ -266,7 +268,8 @@ from {stored} and not coalesce({matched}, false)"""
     forgotten = "" if spec.keeps_tombstones else " and not (_deleted and _stored_content is null)"
     # Ranked per key across partitions, rows are shuffled by key first.
     by_partition = f"\ndistribute by {partitions}" if scope else ""
-    order = f"{ordering} desc nulls last, _incoming desc, {tie_break}"
+    ranking = "".join(f"{quoted_identifier(c)} desc nulls last, " for c in spec.ranking_columns)
+    order = f"{ranking}_incoming desc, {by_content}"
     winner_at, vacated = "", "false"
     if spec.moves_keys:  # a stored row that loses to a row of another partition
         winner_at = (

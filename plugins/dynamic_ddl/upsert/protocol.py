@@ -218,7 +218,7 @@ def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str]
     kept = "not _deleted and not _vacated"
     values = [quoted_identifier(c) for c in data]
     if spec.keeps_tombstones:
-        named = {c.lower() for c in [*spec.unique_key, spec.ordering_field]}
+        named = {c.lower() for c in [*spec.unique_key, *spec.ranking_columns]}
         values = [
             q if c.lower() in named else f"if(_deleted, null, {q}) as {q}"
             for c, q in zip(data, values, strict=True)

@@ -59,6 +59,12 @@ class UpsertSpec:
     # D also keeps every commit made in the D days before the last one (and the one
     # before them), so the table can be read as of any time in them; None: no age rule.
     keep_days: int | None = None
+    # Columns that decide between rows of a key with equal ordering values, greatest
+    # first (the raw lineage: _batch_id, _line_number), so that a build from scratch
+    # keeps the row an incremental run keeps. Without them the incoming row wins a tie
+    # across runs and the greater content within one. (Last: positional arguments keep
+    # their meaning.)
+    tie_break: tuple[str, ...] = ()
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:
@@ -85,6 +91,11 @@ class UpsertSpec:
             raise UpsertError(
                 f"Upsert into {self.target} needs ordering_field: the column whose greatest"
                 " value wins for a key (e.g. log_ts)."
+            )
+        if self.tie_break and self.replace:
+            raise UpsertError(
+                f"replace_partitions into {self.target} has no key to break ties for:"
+                " remove tie_break."
             )
         if self.partial_updates and self.delete_marker:
             raise UpsertError(
@@ -130,6 +141,12 @@ class UpsertSpec:
     def keeps_tombstones(self) -> bool:
         """Whether deletes are remembered (see tombstone_days)."""
         return bool(self.delete_marker) and self.tombstone_days > 0
+
+    @property
+    def ranking_columns(self) -> tuple[str, ...]:
+        """The columns ranking a key's rows, greatest first: the ordering field, then the
+        tie-break columns."""
+        return (self.ordering_field, *self.tie_break) if self.ordering_field else ()
 
     @property
     def moves_keys(self) -> bool:

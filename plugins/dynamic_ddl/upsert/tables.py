@@ -34,12 +34,12 @@ def ensure_tables(
     sql(log_ddl(spec))
     source_columns = [(n, t) for n, t in source_columns if n != spec.delete_marker]
     names = {n.lower() for n, _ in source_columns}
-    named = (*spec.unique_key, *([spec.ordering_field] if spec.ordering_field else []))
+    named = (*spec.unique_key, *spec.ranking_columns)
     for column in (*named, *spec.partition_by):
         if column.lower() not in names:
             raise UpsertError(
                 f"Upsert into {spec.target}: column {column!r} is not in the model's result;"
-                " unique_key, ordering_field and partition_by must name its columns."
+                " unique_key, ordering_field, tie_break and partition_by must name its columns."
             )
     partitions = {p.lower() for p in spec.partition_by}
     data = [(n, t) for n, t in source_columns if n.lower() not in partitions]

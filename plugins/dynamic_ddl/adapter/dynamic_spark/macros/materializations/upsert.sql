@@ -17,6 +17,10 @@
     Config:
         unique_key: the record key, one column or a list, required
         ordering_field: the greatest value wins for a key, required
+        tie_break: columns deciding between rows with equal ordering values, greatest
+            first, e.g. ['_batch_id', '_line_number'] (the raw lineage): a build from
+            scratch then keeps the row incremental runs keep. Without it the incoming
+            row wins a tie across runs, the greater content within one run
         partition_by: partition columns; only partitions holding a changed key are rewritten
         delete_marker: a boolean column; a winning row with true removes its key
         tombstone_days: with delete_marker, how many days after its commit a delete
@@ -84,6 +88,7 @@
         'partial_updates': config.get('partial_updates'),
         'unique_key': config.get('unique_key'),
         'ordering_field': config.get('ordering_field'),
+        'tie_break': config.get('tie_break'),
         'partition_by': config.get('partition_by'),
         'delete_marker': config.get('delete_marker'),
         'tombstone_days': config.get('tombstone_days'),
