@@ -1,10 +1,14 @@
 {#- A correction of an event carries a higher revision: it wins in an incremental
-    run and in a build from scratch alike (a batch id would tie there). A correction
-    may move the event to another day: the key is global, so it leaves its old day. #}
+    run and in a build from scratch alike (a batch id would tie there). On equal
+    revisions the later line wins (newer batch, then file path, then line), in both
+    builds too: a build from scratch takes the inbox's files in path order.
+    A correction may move the event to another day: the key is global, so it leaves
+    its old day. #}
 {{ config(
     incremental_strategy='upsert',
     unique_key='event_id',
     ordering_field='event_revision',
+    tie_break=['_batch_id', '_source_file', '_line_number'],
     global_key=true,
     partition_by=['event_date'],
     on_schema_change='append_new_columns'
@@ -44,7 +48,9 @@ typed as (
         ) as event_revision,
         {{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as logged_at,
         cast({{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as date) as event_date,
-        raw_events._batch_id
+        raw_events._batch_id,
+        raw_events._source_file,
+        raw_events._line_number
 
     from raw_events
 

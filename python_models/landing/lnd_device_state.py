@@ -15,6 +15,9 @@ def model(dbt, session):
         incremental_strategy="upsert",
         unique_key="serial",
         ordering_field="updated_at",
+        # Equal updated_at: the later line wins (newer batch, file path, line), so a
+        # build from scratch (the inbox in path order) keeps what incremental runs keep.
+        tie_break=["_batch_id", "_source_file", "_line_number"],
         # The feed sends `deleted: true` for a decommissioned device: its row goes.
         delete_marker="deleted",
         partition_by=["serial_bucket"],

@@ -14,16 +14,15 @@ from dynamic_ddl.landing.batches import unseen_batches_filter
 from dynamic_ddl.schema.event_time import event_timestamp_sql
 from dynamic_ddl.sql_text import quoted_identifier
 
-# Raw-only lineage: the landing row keeps `_batch_id`; the rest stays in raw (`_slot`
-# differs between builds: compaction stamps its slots).
+# Raw-only lineage: the landing row keeps `_batch_id`, `_source_file` and `_line_number`
+# (a tie-break both an incremental run and a build from scratch see); the rest stays in
+# raw (`_slot` differs between builds: compaction stamps its slots).
 RAW_ONLY = (
     "_slot",
     "_raw_json",
     "_overflow",
     "_ingested_at",
     "_event_date",
-    "_source_file",
-    "_line_number",
 )
 
 
