@@ -12,6 +12,12 @@
     from one misbehaving device cannot take the columns models read.
     Columns are sorted by name: the same input renders the same SQL.
 
+    A key repeated within a group keeps its greatest value; with `latest_by`
+    (columns ordering the rows, e.g. the raw lineage `_batch_id`,
+    `_line_number`) its newest non-NULL value instead, in the columns and in
+    `_overflow` alike, so a group pivoted from all its rows at once holds
+    what a newer batch sent last.
+
     Every column the model gets from the pivot is one of: `group_by`,
     `carry`, a pivot column (never starting with `_`), `_overflow` (keys
     beyond `max_columns`, or outside `allow`: key -> value) and
@@ -35,11 +41,14 @@
         keys: a fixed key list instead of discovery, default none (discover)
         types: key -> Spark type to cast its value to (try_cast), default all text
         prefix: prepended to every pivot column name, default ''
-        max_columns: the most pivot columns the table may have, default 200
+        max_columns: the most pivot columns the table may have, default 200 (a pinned
+            or typed key arriving when it is full still gets its column)
         allow: only these keys become columns (the rest go to `_overflow`), default all
         deny: keys dropped altogether, default none
         default_keys: the keys when not executing (parse, lint), default none
         pin: keys that take a column before any other (those a model reads), default none
+        latest_by: columns ordering a group's rows: a repeated key keeps its newest
+            non-NULL value, default none (its greatest value)
 #}
 {% macro pivot_key_values(
     relation,
@@ -55,20 +64,21 @@
     allow=none,
     deny=[],
     default_keys=[],
-    pin=[]
+    pin=[],
+    latest_by=[]
 ) -%}
     {{ return(adapter.dispatch('pivot_key_values', 'dynamic_ddl')(
         relation, group_by, key_column, value_column, where, carry, keys, types,
-        prefix, max_columns, allow, deny, default_keys, pin
+        prefix, max_columns, allow, deny, default_keys, pin, latest_by
     )) }}
 {%- endmacro %}
 
 {% macro default__pivot_key_values(
     relation, group_by, key_column, value_column, where, carry, keys, types,
-    prefix, max_columns, allow, deny, default_keys, pin=[]
+    prefix, max_columns, allow, deny, default_keys, pin=[], latest_by=[]
 ) -%}
     {%- set types = types or {} -%}
-    {%- do dynamic_ddl.validate_pivot_arguments(group_by, carry, types, prefix, max_columns) -%}
+    {%- do dynamic_ddl.validate_pivot_arguments(group_by, carry, types, prefix, max_columns, latest_by) -%}
     {%- set existing = dynamic_ddl.existing_pivot_columns(group_by, carry) -%}
     {#- Pinned: the model's keys, and existing columns named by their key (plain names). -#}
     {%- set pinned = (pin or []) + (types.keys() | list) + (existing | map(attribute='name') | list) -%}
@@ -79,11 +89,19 @@
             pinned, max_columns + (existing | length) + (pinned | length)) -%}
     {%- endif -%}
     {%- set columns = dynamic_ddl.pivot_plan(
-        keys, existing, group_by, carry, types, prefix, max_columns, allow, deny, pinned) -%}
+        keys, existing, group_by, carry, types, prefix, max_columns, allow, deny, pinned,
+        (pin or []) + (types.keys() | list)) -%}
     {%- set key = adapter.quote(key_column) -%}
     {%- set value = adapter.quote(value_column) -%}
     {%- set fed = columns | rejectattr('key', 'none') | list -%}
-    {%- set kept_out = (fed | map(attribute='key') | list) + (deny or []) %}
+    {%- set kept_out = (fed | map(attribute='key') | list) + (deny or []) -%}
+    {#- With latest_by, a value's rank: the newest row holding one wins. -#}
+    {%- set newest -%}
+        struct(
+            {%- for column in latest_by -%}
+            pivot_rows.{{ adapter.quote(column) }}, {% endfor -%}
+            pivot_rows.{{ value }})
+    {%- endset %}
     select
         {%- for column in group_by + carry %}
         pivoted.{{ adapter.quote(column) }},
@@ -109,9 +127,16 @@
             max(pivot_rows.{{ adapter.quote(column) }}) as {{ adapter.quote(column) }},
             {%- endfor %}
             {%- for column in fed %}
+            {%- if latest_by %}
+            max_by(pivot_rows.{{ value }}, case
+                when pivot_rows.{{ key }} = {{ dynamic_ddl.pivot_literal(column.key) }}
+                    and pivot_rows.{{ value }} is not null then {{ newest }} end
+            ) as {{ adapter.quote(column.name) }},
+            {%- else %}
             max(
                 case when pivot_rows.{{ key }} = {{ dynamic_ddl.pivot_literal(column.key) }} then pivot_rows.{{ value }} end
             ) as {{ adapter.quote(column.name) }},
+            {%- endif %}
             {%- endfor %}
             array_sort(collect_list(
                 case when pivot_rows.{{ key }} is not null
@@ -122,7 +147,16 @@
                         {%- endfor -%}
                     )
                     {%- endif %}
+                    {%- if latest_by %}
+                    then struct(
+                        pivot_rows.{{ key }} as key,
+                        pivot_rows.{{ value }} is not null as has_value,
+                        {{ newest }} as newest,
+                        pivot_rows.{{ value }} as value
+                    ) end
+                    {%- else %}
                     then struct(pivot_rows.{{ key }} as key, pivot_rows.{{ value }} as value) end
+                    {%- endif %}
             )) as _overflow_entries
         from {{ relation }} as pivot_rows
         where {{ where }}
@@ -159,13 +193,16 @@
     of this batch feeds (it stays, NULL). Existing columns always stay; new
     keys are admitted in rank order (`pinned` first, then the order of
     `keys`, which discovery ranks by the rows carrying them) while the table
-    has fewer than `max_columns`; the rest go to `_overflow`.
+    has fewer than `max_columns`; the rest go to `_overflow`. A key in
+    `always` (the model's pins and typed keys) gets its column even when the
+    cap is full, so an incremental run admits it as a build from scratch
+    (which ranks it first) does.
 
     Two keys whose names collide (their hashes share 8 hex digits: crafted
     keys do) cannot both feed one column: the first in key order keeps the
     name, the others get their whole MD5 (`city__<32 hex>`), then a counter.
 #}
-{% macro pivot_plan(keys, existing, group_by, carry, types, prefix, max_columns, allow, deny, pinned=[]) -%}
+{% macro pivot_plan(keys, existing, group_by, carry, types, prefix, max_columns, allow, deny, pinned=[], always=[]) -%}
     {%- set taken = (group_by + carry) | map('lower') | list -%}
     {%- set by_name = {} -%}
     {%- for column in existing -%}
@@ -197,7 +234,7 @@
         + (candidates | reject('in', pinned or []) | list) -%}
     {%- for key in ranked -%}
         {%- set column = column_names[key] -%}
-        {%- set admitted = by_name | length < max_columns and (allow is none or key in allow) -%}
+        {%- set admitted = (key in always or by_name | length < max_columns) and (allow is none or key in allow) -%}
         {%- if column in by_name or admitted -%}
             {%- do by_name.update({column: {'key': key, 'name': column, 'type': column_types[key]}}) -%}
         {%- endif -%}
@@ -263,14 +300,15 @@
 
 
 {#
-    `_overflow` from the group's sorted (key, value) entries that got no
-    column: a key -> value map, the greatest value winning for a repeated
-    key (as in the columns); NULL when there are none.
+    `_overflow` from the group's sorted entries that got no column (key,
+    value; with latest_by key, has_value, newest, value): a key -> value
+    map, the last entry of a key winning (the greatest value, or the newest
+    non-NULL one, as in the columns); NULL when there are none.
 #}
 {% macro pivot_overflow(entries) -%}
-    case when size({{ entries }}) > 0 then map_from_entries(filter(
+    case when size({{ entries }}) > 0 then map_from_entries(transform(filter(
             {{ entries }}, (entry, i) -> i = size({{ entries }}) - 1 or {{ entries }}[i + 1].key != entry.key
-        )) end
+        ), entry -> struct(entry.key, entry.value))) end
 {%- endmacro %}
 
 
@@ -299,13 +337,17 @@
 
 
 {# Arguments that would render wrong SQL, refused with the fix. #}
-{% macro validate_pivot_arguments(group_by, carry, types, prefix, max_columns) -%}
+{% macro validate_pivot_arguments(group_by, carry, types, prefix, max_columns, latest_by=[]) -%}
     {%- if group_by is string or not group_by -%}
         {%- do exceptions.raise_compiler_error(
             "pivot_key_values needs group_by as a list of columns, e.g. group_by=['id', 'log_ts'].") -%}
     {%- endif -%}
     {%- if carry is string -%}
         {%- do exceptions.raise_compiler_error("pivot_key_values needs carry as a list, e.g. carry=['_batch_id'].") -%}
+    {%- endif -%}
+    {%- if latest_by is string -%}
+        {%- do exceptions.raise_compiler_error(
+            "pivot_key_values needs latest_by as a list, e.g. latest_by=['_batch_id', '_line_number'].") -%}
     {%- endif -%}
     {%- if types is not mapping -%}
         {%- do exceptions.raise_compiler_error(

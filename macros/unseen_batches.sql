@@ -23,3 +23,32 @@
     {%- endif -%}
     {{ return(adapter.unseen_batches_filter(column, this if is_incremental() else none, source)) }}
 {%- endmacro %}
+
+
+{#
+    For a model that recomputes every key an unseen batch touches from all of
+    that key's rows (a pivot whose groups span batches): three filters on a
+    raw or child table's rows, from one reading of its ledger, so that they
+    agree:
+    - `unseen`: the batches this model has not taken (as unseen_batches);
+    - `committed`: every batch the ledger has committed, taken or not;
+    - `days`: the days (`day_column` partitions) the unseen batches hold rows
+      on, as literals, so only those days are read for the keys' older rows
+      (`true` on a full build).
+    Each is `true` without `execute` (parse, lint).
+
+    Example:
+        {% set batches = unseen_batch_filters(ref('raw_app_attributes')) %}
+        ... where {{ batches.committed }} and {{ batches.days }}
+
+    Arguments:
+        source: the raw or child table read (a ref or source), required
+        day_column: its day partition column, default `_event_date`
+        column: the batch id column, default `_batch_id`
+#}
+{% macro unseen_batch_filters(source, day_column='_event_date', column='_batch_id') -%}
+    {%- if not execute -%}
+        {{ return({'unseen': 'true', 'committed': 'true', 'days': 'true'}) }}
+    {%- endif -%}
+    {{ return(adapter.unseen_batch_filters(column, this if is_incremental() else none, source, day_column)) }}
+{%- endmacro %}

@@ -804,5 +804,5 @@ def test_pivot_model_renders_without_a_warehouse(tmp_path, cli_env):
     assert renders[0].returncode == 0, renders[0].stderr[-2000:]
     assert renders[0].stdout == renders[1].stdout
     for key in ("app_version", "city", "state"):
-        case = f"pivot_rows.`record_key` = '{key}' then pivot_rows.`record_value`"
+        case = f"when pivot_rows.`record_key` = '{key}'"
         assert case in renders[0].stdout

@@ -1,10 +1,11 @@
-{#- partial_updates: attributes of one (id, log_ts) split across batches each keep
-    their latest value (a batch's row carries only the keys it sent). #}
+{#- Each run pivots every (id, log_ts) an unseen batch touches from all of its raw
+    records, older batches' too (read from the days those batches hold): the newest
+    value of each key wins (by batch, file path, line), and the row equals what a
+    build from scratch gives (it takes the inbox's files in path order). #}
 {{ config(
     incremental_strategy='upsert',
     unique_key=['id', 'log_ts'],
     ordering_field='_batch_id',
-    partial_updates=true,
     partition_by=['id_bucket'],
     on_schema_change='append_new_columns'
 ) }}
@@ -16,18 +17,38 @@
 {#- Keys production models read (dim_users): they take a column first, whatever a flood of other keys does. -#}
 {%- set model_keys = default_keys + ['theme', 'subscription_tier'] -%}
 
-{#- The raw batches not taken yet, typed and bucketed: the pivot reads only these. -#}
+{%- set raw = ref('raw_app_attributes') -%}
+{%- set batches = unseen_batch_filters(raw) -%}
+{#- Every raw record of the (id, log_ts) the unseen batches touch, typed and bucketed. -#}
 {%- set attribute_rows -%}
     (
-        select
-            raw_app_attributes.id,
-            {{ event_timestamp('raw_app_attributes.log_ts', 'app_attributes') }} as log_ts,
-            cast(pmod(xxhash64(raw_app_attributes.id), 8) as int) as id_bucket,
-            raw_app_attributes.record_key,
-            raw_app_attributes.record_value,
-            raw_app_attributes._batch_id
-        from {{ ref('raw_app_attributes') }} as raw_app_attributes
-        where {{ unseen_batches(source=ref('raw_app_attributes')) }}
+        with
+
+        typed_records as (
+            select
+                raw_app_attributes.id,
+                {{ event_timestamp('raw_app_attributes.log_ts', 'app_attributes') }} as log_ts,
+                cast(pmod(xxhash64(raw_app_attributes.id), 8) as int) as id_bucket,
+                raw_app_attributes.record_key,
+                raw_app_attributes.record_value,
+                raw_app_attributes._batch_id,
+                raw_app_attributes._source_file,
+                raw_app_attributes._line_number,
+                raw_app_attributes._slot
+            from {{ raw }} as raw_app_attributes
+            where {{ batches.committed }} and {{ batches.days }}
+        ),
+
+        touched as (
+            select distinct typed_records.id, typed_records.log_ts
+            from typed_records
+            where {{ batches.unseen }}
+        )
+
+        select typed_records.*
+        from typed_records
+        left semi join touched
+            on typed_records.id <=> touched.id and typed_records.log_ts <=> touched.log_ts
     )
 {%- endset %}
 
@@ -42,7 +63,8 @@ attributes as (
         types=pivot_types,
         max_columns=200,
         default_keys=default_keys,
-        pin=model_keys
+        pin=model_keys,
+        latest_by=['_batch_id', '_source_file', '_line_number']
     ) }}
 
 )

@@ -322,3 +322,69 @@ class TestPivotRefusesBadArguments:
     def test_a_bad_type_names_the_fix_at_parse(self, project):
         with pytest.raises(CompilationError, match="is not supported. Use one of string, boolean"):
             run_dbt(["parse"])
+
+
+# Each run pivots every (id, ts) a new batch touches from all of its rows, newest first.
+NEWEST = """
+{{ config(
+    materialized='incremental', incremental_strategy='upsert', unique_key=['id', 'ts'],
+    ordering_field='batch', on_schema_change='append_new_columns'
+) }}
+{%- set touched_rows -%}
+    (
+        select kv.* from {{ source('feed', 'changes') }} as kv
+        left semi join (
+            select id, ts from {{ source('feed', 'changes') }} where {{ unseen_batches('batch') }}
+        ) as touched on kv.id <=> touched.id and kv.ts <=> touched.ts
+    )
+{%- endset %}
+{{ pivot_key_values(
+    touched_rows, group_by=['id', 'ts'], carry=['batch'], types={'n': 'double'},
+    max_columns=2, pin=['a', 'n', 'q'], latest_by=['batch']
+) }}
+"""
+
+CHANGES = {
+    1: [
+        ("u1", "t1", "a", "9", 1),
+        ("u1", "t1", "n", "abc", 1),  # does not convert: kept as text, until a newer value
+        ("u1", "t1", "o", "x", 1),  # over the cap of two: _overflow
+        ("u1", "t1", "p", "1", 1),
+        ("u2", "t1", "a", "1", 1),
+    ],
+    2: [
+        ("u1", "t1", "a", "3", 2),  # smaller, but newer: wins
+        ("u1", "t1", "n", "2.5", 2),
+        ("u1", "t1", "o", "y", 2),
+        ("u1", "t1", "p", None, 2),  # a NULL keeps the older value
+        ("u1", "t1", "q", "late", 2),  # pinned: a column, though the cap of two is full
+    ],
+}
+
+
+class TestPivotNewestValue(PivotProject):
+    @pytest.fixture(scope="class")
+    def models(self):
+        sources = SOURCES + "      - name: changes\n"
+        return {"sources.yml": sources, "newest_kv.sql": NEWEST}
+
+    def test_a_value_sent_again_keeps_its_newest_and_equals_a_build_from_scratch(
+        self, project, spark
+    ):
+        schema = project.test_schema
+        query = f"select id, ts, batch, a, n, _overflow, _unconverted from {schema}.newest_kv"
+        _load(spark, schema, "changes", CHANGES[1], mode="overwrite")
+        run_dbt(["run", "--select", "newest_kv"])
+        assert _rows(project, f"{query} where id = 'u1'") == [
+            ("u1", "t1", 1, "9", None, {"o": "x", "p": "1"}, {"n": "abc"})
+        ]
+        _load(spark, schema, "changes", CHANGES[2])
+        run_dbt(["run", "--select", "newest_kv"])
+        query = query.replace(", n,", ", n, q,")
+        incremental = _rows(project, f"{query} order by id")
+        assert incremental == [
+            ("u1", "t1", 2, "3", 2.5, "late", {"o": "y", "p": "1"}, None),
+            ("u2", "t1", 1, "1", None, None, None, None),
+        ]
+        run_dbt(["run", "--select", "newest_kv", "--full-refresh"])
+        assert _rows(project, f"{query} order by id") == incremental

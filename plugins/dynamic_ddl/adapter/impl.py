@@ -392,6 +392,22 @@ class DynamicSparkAdapter(SparkAdapter):
         )
 
     @available
+    def unseen_batch_filters(
+        self, column: str, this: Any, source: Any, day_column: str | None = None
+    ) -> dict[str, str]:
+        """The `unseen`, `committed` and (with `day_column`) `days` filters on `source`'s
+        rows, from one reading of its ledger (landing/batches.py)."""
+        from dynamic_ddl.landing.batches import unseen_batch_filters
+
+        return unseen_batch_filters(
+            self._fetch_rows,
+            column,
+            _table_name(this) if this is not None else None,
+            _table_name(source) if getattr(source, "schema", None) else None,
+            day_column,
+        )
+
+    @available
     def changed_since_filter(self, relation: Any, this: Any, column: str) -> str:
         """The filter on an upsert table's rows changed since `this` (None on a full build)
         stored the newest `column` (upsert/increments.py)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dynamic_ddl.catalog import Sql, table_columns
 from dynamic_ddl.ingest.bookkeeping import newest_committed_batch
 from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, SLOT_COLUMN
-from dynamic_ddl.sql_text import quoted_identifier, sql_literal
+from dynamic_ddl.sql_text import quoted_identifier, rows_predicate, sql_literal
 from dynamic_ddl.upsert.increments import greatest_value
 from dynamic_ddl.upsert.spec import UpsertSpec
 
@@ -25,13 +25,46 @@ def unseen_batches_filter(
 ) -> str:
     """The filter on `source`'s `column` (prefixed with `qualifier`) for batches `this`
     (None on a first build) has not taken; `true` when nothing bounds them."""
-    prefix = f"{qualifier}." if qualifier else ""
-    names = [prefix + quoted_identifier(column)]
+    return unseen_batch_filters(sql, column, this, source, qualifier=qualifier)["unseen"]
+
+
+def unseen_batch_filters(
+    sql: Sql,
+    column: str,
+    this: str | None,
+    source: str | None,
+    day_column: str | None = None,
+    qualifier: str = "",
+) -> dict[str, str]:
+    """Filters on `source`'s rows (columns prefixed with `qualifier`), from one reading
+    of the ledger so that they agree:
+
+    - `unseen`: the batches `this` (None on a first build) has not taken;
+    - `committed`: every batch the ledger has committed, taken or not;
+    - `days`: with `day_column`, the days (partitions) the unseen batches hold rows
+      on, as literals (`true` on a first build): for a model that recomputes every
+      key an unseen batch touches from all of its rows (those days alone are read).
+    """
     seen = greatest_value(sql, UpsertSpec(this), column) if this is not None else None
     known, newest = newest_committed_batch(sql, source) if source is not None else (False, None)
+    bounded = [column]
     if known and column == BATCH_ID_COLUMN and SLOT_COLUMN in dict(table_columns(sql, source)):
-        names.append(prefix + quoted_identifier(SLOT_COLUMN))
-    terms = [f"{name} > {sql_literal(seen)}" for name in names if seen is not None]
-    if known:
-        terms.append("false" if newest is None else f"{names[0]} <= {sql_literal(newest)}")
-    return " and ".join(terms) or "true"
+        bounded.append(SLOT_COLUMN)
+
+    def bounds(prefix: str) -> tuple[str, str]:
+        names = [prefix + quoted_identifier(name) for name in bounded]
+        committed = []
+        if known:
+            committed.append("false" if newest is None else f"{names[0]} <= {sql_literal(newest)}")
+        unseen = [f"{name} > {sql_literal(seen)}" for name in names if seen is not None]
+        return " and ".join(unseen + committed) or "true", " and ".join(committed) or "true"
+
+    unseen, committed = bounds(f"{qualifier}." if qualifier else "")
+    filters = {"unseen": unseen, "committed": committed}
+    if day_column is not None:
+        filters["days"] = "true"
+        if this is not None:
+            day = quoted_identifier(day_column)
+            days = sql(f"select distinct {day} from {source} where {bounds('')[0]}")
+            filters["days"] = rows_predicate([day_column], [tuple(row) for row in days], qualifier)
+    return filters
