@@ -7,7 +7,11 @@ string, drops `_data.gps.alt_m` and nests deeper; `app_attributes` gains keys;
 days already delivered, and what feeds send about the previous batch's last
 day: corrections of its events (another firmware, `revision: 2`), exact
 duplicates of them, and attributes of its app records sent apart (the same
-`id` and `log_ts`, another key). About 0.5% of lines in every file are malformed (see
+`id` and `log_ts`, another key). And the conflicts a build from scratch must
+resolve as incremental runs do: an event sent again with the same revision
+and another battery level, an app key sent again with another value (often
+a smaller one: the newest wins, not the greatest), a device state sent again
+with the same `updated_at` and another mode. About 0.5% of lines in every file are malformed (see
 MALFORMED_KINDS); every line is still one line, so line counts stay exact.
 """
 
@@ -48,6 +52,9 @@ CORRECTED_SHARE = 0.05  # of the previous batch's last-day events, sent again co
 DUPLICATED_SHARE = 0.02  # ... sent again unchanged
 CLOCK_FIXED_SHARE = 0.3  # of the corrections: the time moves a day back too
 SPLIT_SHARE = 0.1  # of its last-day app records, given one more key apart
+CONFLICT_SHARE = 0.05  # of its last-day events: sent again with another battery level
+RESENT_STATE_SHARE = 0.15  # of its last-day states: sent again with another mode
+RESENT_KEY_SHARE = 0.3  # of its last-day app records with an app_version: sent again
 
 
 @dataclass(frozen=True)
@@ -214,6 +221,33 @@ def resent_events(config: GeneratorConfig, devices: list[Device]) -> Iterator[tu
             yield day, corrected_event(rng, event, devices)
         elif draw < CORRECTED_SHARE + DUPLICATED_SHARE:
             yield day, event
+        elif draw < CORRECTED_SHARE + DUPLICATED_SHARE + CONFLICT_SHARE:
+            yield day, conflicting_event(event)
+
+
+def conflicting_event(event: dict) -> dict:
+    """`event` sent again with the same revision and another battery level: no field
+    tells which is right, so the later line wins (in a build from scratch too)."""
+    conflicting = json.loads(json.dumps(event))
+    battery = conflicting["_data"].setdefault("device", {}).setdefault("battery", {})
+    battery["level_pct"] = (int(battery.get("level_pct") or 0) + 50) % 101
+    return conflicting
+
+
+def resent_states(config: GeneratorConfig, devices: list[Device]) -> Iterator[tuple[date, dict]]:
+    """States of the previous batch's last day sent again with the same `updated_at` and
+    another mode: the later line wins, in a build from scratch too."""
+    if config.batch < 2:
+        return
+    rng = random.Random(f"{config.seed}-{config.batch}-resent-states")
+    previous = replace(config, batch=config.batch - 1)
+    last_day = batch_days(previous.batch)[-1]
+    for day, record in topic_records("device_state", previous, devices):
+        if day == last_day and rng.random() < RESENT_STATE_SHARE and "deleted" not in record:
+            resent = json.loads(json.dumps(record))
+            modes = sorted({"video", "photo", "idle"} - {resent["state"]["mode"]})
+            resent["state"]["mode"] = rng.choice(modes)
+            yield day, resent
 
 
 def split_attributes(config: GeneratorConfig, devices: list[Device]) -> Iterator[tuple[date, dict]]:
@@ -231,13 +265,19 @@ def split_attributes(config: GeneratorConfig, devices: list[Device]) -> Iterator
             groups.setdefault((record["id"], record["log_ts"]), set()).add(record["record_key"])
     for (owner, log_ts), keys in groups.items():
         missing = sorted(set(BASE_KEYS + DRIFT_KEYS) - keys)
-        if rng.random() < SPLIT_SHARE and missing:
+        draw = rng.random()
+        if draw < SPLIT_SHARE and missing:
             key = rng.choice(missing)
             value = attribute_values(rng, owners[owner], config.batch)[key]
-            yield (
-                last_day,
-                {"record_key": key, "record_value": value, "id": owner, "log_ts": log_ts},
-            )
+        elif draw < SPLIT_SHARE + RESENT_KEY_SHARE and "app_version" in keys:
+            # Sent again with a hotfix's version, which sorts below the one sent first.
+            key, value = "app_version", f"5.{previous.batch}.0-hotfix"
+        else:
+            continue
+        yield (
+            last_day,
+            {"record_key": key, "record_value": value, "id": owner, "log_ts": log_ts},
+        )
 
 
 def attribute_values(rng: random.Random, device: Device, batch: int) -> dict[str, str]:
@@ -354,6 +394,7 @@ def topic_records(
                         rng, device, moment - timedelta(hours=rng.randint(1, 30)), config.batch
                     ),
                 )
+        yield from resent_states(config, devices)
     else:
         raise ValueError(f"Unknown topic {topic!r}; known topics: {', '.join(TOPICS)}.")
 
