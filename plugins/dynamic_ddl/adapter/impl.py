@@ -392,6 +392,15 @@ class DynamicSparkAdapter(SparkAdapter):
         )
 
     @available
+    def listed_values_filter(self, column: str, query: str, qualifier: str = "") -> str:
+        """A filter keeping rows whose `column` (prefixed with `qualifier`) holds one of the
+        values in the first column of `query`'s rows, listed as literals so that Spark
+        reads only those partitions; `false` when it returns none."""
+        from dynamic_ddl.sql_text import rows_predicate
+
+        return rows_predicate([column], [row[:1] for row in self._fetch_rows(query)], qualifier)
+
+    @available
     def unseen_batch_filters(
         self, column: str, this: Any, source: Any, day_column: str | None = None
     ) -> dict[str, str]:

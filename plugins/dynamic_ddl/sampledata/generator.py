@@ -9,9 +9,13 @@ day: corrections of its events (another firmware, `revision: 2`), exact
 duplicates of them, and attributes of its app records sent apart (the same
 `id` and `log_ts`, another key). And the conflicts a build from scratch must
 resolve as incremental runs do: an event sent again with the same revision
-and another battery level, an app key sent again with another value (often
+and another battery level, an original sent again after its correction (a
+stale retry: the correction still wins), an app key sent again with another value (often
 a smaller one: the newest wins, not the greatest), a device state sent again
-with the same `updated_at` and another mode. About 0.5% of lines in every file are malformed (see
+with the same `updated_at` and another mode. Some fields change JSON type but
+not meaning (`respelled`): times as epoch numbers, a revision as `2.0`, a
+delete marker as `1`, after batch 1 sent `revision: 1` and `deleted: false`
+on some records. About 0.5% of lines in every file are malformed (see
 MALFORMED_KINDS); every line is still one line, so line counts stay exact.
 """
 
@@ -55,6 +59,11 @@ SPLIT_SHARE = 0.1  # of its last-day app records, given one more key apart
 CONFLICT_SHARE = 0.05  # of its last-day events: sent again with another battery level
 RESENT_STATE_SHARE = 0.15  # of its last-day states: sent again with another mode
 RESENT_KEY_SHARE = 0.3  # of its last-day app records with an app_version: sent again
+MEDIA_DROPPED_SHARE = 0.5  # of the corrections of events with several media: the last dropped
+STALE_SHARE = 0.3  # of the corrections: the original sent again after them (a stale retry)
+EXPLICIT_SHARE = 0.1  # of batch 1's events and states: `revision: 1`, `deleted: false` sent
+RESPELLED_SHARE = 0.05  # of later batches' records: a field in another JSON type, same value
+RESPELLED_FEW_SHARE = 0.5  # of later batches' deletes and corrections (few): `1`, `2.0`
 
 
 @dataclass(frozen=True)
@@ -192,7 +201,8 @@ def device_event(
 def corrected_event(rng: random.Random, event: dict, devices: list[Device]) -> dict:
     """`event` as its provider corrects it: another firmware of the same model (the event
     moves to another daily group), marked `revision: 2`; for some, the time too (the
-    device clock ran a day ahead: the event moves to the day before)."""
+    device clock ran a day ahead: the event moves to the day before); for some with
+    several media files, the last file dropped (sent by mistake)."""
     corrected = json.loads(json.dumps(event))
     device = corrected["_data"]["device"]
     others = sorted(
@@ -201,8 +211,11 @@ def corrected_event(rng: random.Random, event: dict, devices: list[Device]) -> d
     device["firmware"] = rng.choice(others) if others else device["firmware"] + "-fix"
     corrected["_data"]["event"]["revision"] = 2
     if rng.random() < CLOCK_FIXED_SHARE:
-        logged = datetime.strptime(corrected["_data"]["log_ts"], "%Y-%m-%dT%H:%M:%SZ")
+        logged = _moment(corrected["_data"]["log_ts"])
         corrected["_data"]["log_ts"] = _iso(logged - timedelta(days=1))
+    media = corrected["_data"]["media"]
+    if len(media) > 1 and rng.random() < MEDIA_DROPPED_SHARE:
+        media.pop()
     return corrected
 
 
@@ -219,6 +232,8 @@ def resent_events(config: GeneratorConfig, devices: list[Device]) -> Iterator[tu
         draw = rng.random()
         if draw < CORRECTED_SHARE:
             yield day, corrected_event(rng, event, devices)
+            if rng.random() < STALE_SHARE:  # a retry of the original, after its correction
+                yield day, event
         elif draw < CORRECTED_SHARE + DUPLICATED_SHARE:
             yield day, event
         elif draw < CORRECTED_SHARE + DUPLICATED_SHARE + CONFLICT_SHARE:
@@ -243,7 +258,7 @@ def resent_states(config: GeneratorConfig, devices: list[Device]) -> Iterator[tu
     previous = replace(config, batch=config.batch - 1)
     last_day = batch_days(previous.batch)[-1]
     for day, record in topic_records("device_state", previous, devices):
-        if day == last_day and rng.random() < RESENT_STATE_SHARE and "deleted" not in record:
+        if day == last_day and rng.random() < RESENT_STATE_SHARE and not record.get("deleted"):
             resent = json.loads(json.dumps(record))
             modes = sorted({"video", "photo", "idle"} - {resent["state"]["mode"]})
             resent["state"]["mode"] = rng.choice(modes)
@@ -359,10 +374,88 @@ def malformed_line(rng: random.Random, good: bytes) -> tuple[bytes, str]:
     return good.replace(b'"', b'"\xff\xfe', 1), kind
 
 
+def respelled(topic: str, record: dict, batch: int) -> dict:
+    """`record` with a field in another JSON type that means the same, as feeds do.
+
+    In batch 1 the defaults (`revision: 1`, `deleted: false`), so those fields get
+    their column types; in later batches a revision as `2.0`, a delete marker as
+    `1`, and an event time as epoch milliseconds (half the events) or as
+    `yyyy/MM/dd HH:mm:ss` text (the other events, states and attributes). Raw
+    reads an event time in either into its column; it keeps `2.0` and `1` in
+    their columns' `__text` companions, from which landing must read them.
+
+    Example:
+        >>> respelled("device_state", {"updated_at": "2026-11-01T00:00:01Z"}, batch=2)
+        {'updated_at': '2026/11/01 00:00:01'}
+    """
+    record = json.loads(json.dumps(record))
+    if batch == 1:
+        if topic == "device_events":
+            record["_data"]["event"]["revision"] = 1
+        elif topic == "device_state":
+            record["deleted"] = False
+        return record
+    if topic == "device_events":
+        data = record["_data"]
+        if data["event"].get("revision") == 2:
+            data["event"]["revision"] = 2.0
+        moment = _moment(data["log_ts"])
+        in_ms = int(data["event"]["id"][-1]) % 2 == 0
+        data["log_ts"] = int(moment.timestamp()) * 1000 if in_ms else _slashed(moment)
+    elif topic == "app_attributes":
+        record["log_ts"] = _slashed(_moment(record["log_ts"]))
+    elif topic == "device_state":
+        if record.get("deleted") is True:
+            record["deleted"] = 1
+        record["updated_at"] = _slashed(_moment(record["updated_at"]))
+    return record
+
+
+def _revision(record: dict) -> object:
+    """A device event's revision as sent (None for other records, or when not sent)."""
+    return record.get("_data", {}).get("event", {}).get("revision")
+
+
+def _slashed(moment: datetime) -> str:
+    """A time as some feeds write it (schema/event_time.py's COMMON_FORMATS read it)."""
+    return moment.strftime("%Y/%m/%d %H:%M:%S")
+
+
+def _moment(value: str | int) -> datetime:
+    """The UTC time of a sample time: ISO text as `_iso` writes it, or respelled (epoch
+    milliseconds, `_slashed` text).
+
+    Example:
+        >>> _moment("2026-11-01T00:00:01Z") == _moment(1793491201000)
+        True
+        >>> _moment("2026/11/01 00:00:01").isoformat()
+        '2026-11-01T00:00:01+00:00'
+    """
+    if isinstance(value, int):
+        return datetime.fromtimestamp(value / 1000, UTC)
+    layout = "%Y/%m/%d %H:%M:%S" if "/" in value else "%Y-%m-%dT%H:%M:%SZ"
+    return datetime.strptime(value, layout).replace(tzinfo=UTC)
+
+
 def topic_records(
     topic: str, config: GeneratorConfig, devices: list[Device]
 ) -> Iterator[tuple[date, dict]]:
-    """(day, record) pairs for one topic and batch, deterministic for the seed."""
+    """(day, record) pairs for one topic and batch, deterministic for the seed; some
+    respelled (another JSON type, the same value)."""
+    rng = random.Random(f"{config.seed}-{config.batch}-{topic}-respelled")
+    for day, record in drawn_records(topic, config, devices):
+        share = RESPELLED_SHARE
+        if config.batch == 1:
+            share = EXPLICIT_SHARE
+        elif record.get("deleted") is True or _revision(record) == 2:
+            share = RESPELLED_FEW_SHARE
+        yield day, respelled(topic, record, config.batch) if rng.random() < share else record
+
+
+def drawn_records(
+    topic: str, config: GeneratorConfig, devices: list[Device]
+) -> Iterator[tuple[date, dict]]:
+    """(day, record) pairs for one topic and batch as drawn, before respelling."""
     rng = random.Random(f"{config.seed}-{config.batch}-{topic}")
     days = batch_days(config.batch)
     if topic == "device_events":
