@@ -5,9 +5,10 @@
     one), each value it cannot hold exactly is kept, as its JSON text, in the
     companion column `<column>__text` (docs/decisions/0005, "Types"). This
     reads the pair as one column of `data_type`: the column's value, else the
-    companion's text in that type (NULL when it does not convert). The
-    companion may not exist (column_or_null): it appears with the first value
-    that needs it.
+    companion's text in that type (NULL when it does not convert). Either may
+    not exist yet: the companion appears with the first value that needs it,
+    and the column with the first batch that sends the attribute (a NULL until
+    then, as column_or_null gives).
 
     Example:
         {{ exact_column(ref('raw_device_events'), 'data_record_id', 'string', 'raw_events') }}
@@ -19,7 +20,53 @@
         alias: how the model refers to the relation, default the relation itself
 #}
 {% macro exact_column(relation, column, data_type, alias=none) -%}
-    {%- set reference = (alias or relation) ~ '.' ~ adapter.quote(column) -%}
-    {%- set text = column_or_null(relation, column ~ '__text', 'string', alias) -%}
-    coalesce(cast({{ reference }} as {{ data_type }}), try_cast({{ text }} as {{ data_type }}))
+    {%- set value, text = dynamic_ddl.column_and_text(relation, column, alias) -%}
+    {%- set read = 'cast(' ~ value ~ ' as ' ~ data_type ~ ')' if value else none -%}
+    {%- set kept = dynamic_ddl.text_as(text, data_type) if text else none -%}
+    {{- dynamic_ddl.first_of([read, kept], data_type) -}}
+{%- endmacro %}
+
+
+{#-- A companion's text in `data_type`. An integer type also reads a whole number written
+    as a double (`2.0`, `4.0E9`: a feed's floats), exactly within +-2^53, as a column of
+    the union type (double) would give it. --#}
+{% macro text_as(text, data_type) -%}
+    {%- set direct = 'try_cast(' ~ text ~ ' as ' ~ data_type ~ ')' -%}
+    {%- if data_type | lower not in ['tinyint', 'smallint', 'int', 'integer', 'bigint', 'long'] -%}
+        {{- return(direct) -}}
+    {%- endif -%}
+    {%- set number = 'try_cast(' ~ text ~ ' as double)' -%}
+    {{- return('coalesce(' ~ direct ~ ', case when ' ~ number ~ ' = round(' ~ number ~ ') and abs('
+        ~ number ~ ') <= 9007199254740992 then try_cast(' ~ number ~ ' as ' ~ data_type ~ ') end)') -}}
+{%- endmacro %}
+
+
+{#-- The references to a column and to its text companion (none for one the relation
+    lacks), from one look at its columns; in a unit test, where the relation is the
+    fixture (a CTE, whose columns cannot be looked up), the column alone. --#}
+{% macro column_and_text(relation, column, alias=none) -%}
+    {%- set qualifier = (alias or relation) ~ '.' -%}
+    {%- set value = qualifier ~ adapter.quote(column) -%}
+    {%- set text = qualifier ~ adapter.quote(column ~ '__text') -%}
+    {%- if execute and not relation.schema -%}
+        {{- return((value, none)) -}}
+    {%- elif execute -%}
+        {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+        {%- set has_text = (column ~ '__text') | lower in names -%}
+        {{- return((value if column | lower in names else none, text if has_text else none)) -}}
+    {%- endif -%}
+    {{- return((value, text)) -}}
+{%- endmacro %}
+
+
+{#-- The first of these expressions that is not NULL (unset ones left out); a typed NULL
+    when none is set. --#}
+{% macro first_of(expressions, data_type) -%}
+    {%- set set = expressions | reject('none') | list -%}
+    {%- if not set -%}
+        {{- return('cast(null as ' ~ data_type ~ ')') -}}
+    {%- elif set | length == 1 -%}
+        {{- return(set[0]) -}}
+    {%- endif -%}
+    {{- return('coalesce(' ~ set | join(', ') ~ ')') -}}
 {%- endmacro %}

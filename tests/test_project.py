@@ -294,13 +294,36 @@ def test_second_batch_flows_through_incrementally(thrift_server, thrift_second_b
         # dim_devices); every other device is there (issue 21, finding 2).
         _refresh(spark, "engines.lnd_device_state", "engines.raw_device_state")
         assert spark.table("engines.raw_device_state").where("deleted").count() > 0
+        # Raw keeps a delete sent as 1 in its text companion (the sample respells some; an
+        # updated_at sent as `2026/11/03 10:00:00` it reads into its column); a tie goes
+        # to the later line.
         newest = spark.sql(
-            "select serial from (select serial, coalesce(deleted, false) as gone, row_number()"
-            " over (partition by serial order by updated_at desc) as newest"
+            "select serial from (select serial,"
+            " coalesce(deleted, try_cast(deleted__text as boolean), false) as gone,"
+            " row_number() over (partition by serial order by updated_at desc,"
+            " _batch_id desc, _source_file desc, _line_number desc) as newest"
             " from engines.raw_device_state) where newest = 1 and not gone"
         )
         landed = spark.table("engines.lnd_device_state").select("serial")
         assert newest.exceptAll(landed).count() == 0 and landed.exceptAll(newest).count() == 0
+
+        # Each event keeps its highest revision (a `2.0` is in the text companion), then
+        # its later line; one with a readable time (raw gave it a day) is in landing.
+        _refresh(spark, "engines.raw_device_events")
+        winners = spark.sql(
+            "select event_id, firmware, revision from (select data_event_id as event_id,"
+            " data_device_firmware as firmware, coalesce(data_event_revision,"
+            " cast(try_cast(data_event_revision__text as double) as int), 1) as revision,"
+            " row_number() over (partition by data_event_id order by"
+            " coalesce(data_event_revision, try_cast(data_event_revision__text as double), 1)"
+            " desc, _batch_id desc, _source_file desc, _line_number desc) as newest"
+            " from engines.raw_device_events"
+            " where data_event_id is not null and _event_date is not null) where newest = 1"
+        )
+        events = spark.table("engines.lnd_device_events").selectExpr(
+            "event_id", "firmware", "event_revision as revision"
+        )
+        assert winners.exceptAll(events).count() == 0 and events.exceptAll(winners).count() == 0
 
         # The firmware history (a snapshot on Parquet) follows landing: each device there
         # has one open row, with its firmware now; a device that left has none; a patch

@@ -41,10 +41,10 @@ typed as (
         {{ exact_column(raw, 'data_device_battery_level_pct', 'int', 'raw_events') }} as battery_level_pct,
         {{ exact_column(raw, 'data_device_battery_temperature_c', 'double', 'raw_events') }} as battery_temperature_c,
         {{ exact_column(raw, 'data_device_battery_charging', 'boolean', 'raw_events') }} as battery_charging,
-        {{ column_or_null(raw, 'data_device_battery_cycle_count', 'int', 'raw_events') }} as battery_cycle_count,
-        {{ column_or_null(raw, 'data_network_type', 'string', 'raw_events') }} as network_type,
+        {{ exact_column(raw, 'data_device_battery_cycle_count', 'int', 'raw_events') }} as battery_cycle_count,
+        {{ exact_column(raw, 'data_network_type', 'string', 'raw_events') }} as network_type,
         coalesce(
-            {{ column_or_null(raw, 'data_event_revision', 'int', 'raw_events') }}, 1
+            {{ exact_column(raw, 'data_event_revision', 'int', 'raw_events') }}, 1
         ) as event_revision,
         {{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as logged_at,
         cast({{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as date) as event_date,

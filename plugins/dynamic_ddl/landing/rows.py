@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.landing.batches import unseen_batches_filter
 from dynamic_ddl.schema.event_time import event_timestamp_sql
+from dynamic_ddl.schema.exact import text_column
 from dynamic_ddl.sql_text import quoted_identifier
 
 # Raw-only lineage: the landing row keeps `_batch_id`, `_source_file` and `_line_number`
@@ -54,16 +55,20 @@ def landing_rows(
 
     The event time is read as schema/event_time.py reads it; a value it cannot
     read gives NULL (its raw row keeps the text); a row without an event time
-    loses to any row with one.
+    loses to any row with one. The delete marker is read from its column and,
+    where the column's type could not hold a value (a feed sending `1` for
+    true), from its `__text` companion, which is then dropped: what a column of
+    the union type gives a build from scratch.
     """
-    kept = [column for column in raw.columns if column not in RAW_ONLY and column != delete_marker]
+    marked = [] if delete_marker is None else [delete_marker, text_column(delete_marker)]
+    kept = [c for c in raw.columns if c not in RAW_ONLY and c not in marked]
     typed = F.expr(event_timestamp_sql(quoted_identifier(event_time), event_time_format))
     marker = []
     if delete_marker is not None:
-        sent = F.col(delete_marker) if delete_marker in raw.columns else F.lit(None)
-        marker = [F.coalesce(sent.cast("boolean"), F.lit(False)).alias(delete_marker)]
-    return raw.select(*kept, *marker).select(
+        sent = [F.col(c).try_cast("boolean") for c in marked if c in raw.columns]
+        marker = [F.coalesce(*sent, F.lit(False)).alias(delete_marker)]
+    return raw.select(
         *[typed.alias(c) if c == event_time else F.col(c) for c in kept],
-        *[F.col(delete_marker)] if delete_marker is not None else [],
+        *marker,
         F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int").alias(f"{key}_bucket"),
     )
