@@ -36,6 +36,19 @@ def test_yaml_descriptions_win_and_empty_ones_are_filled():
     assert added["c"].startswith("Discovered at run time: JSON path `c`")
 
 
+def test_a_text_companion_in_the_warehouse_is_described_with_its_column():
+    discovered = [_column("data_n", "_data.n"), _column("data_m", "_data.m")]
+    in_warehouse = ["data_n", "DATA_N__TEXT", "data_m", "data_x__text"]
+    added = descriptions_to_add({}, discovered, in_warehouse)
+    assert set(added) == {"data_n", "DATA_N__TEXT", "data_m"}  # no companion data_m lacks
+    assert added["DATA_N__TEXT"].startswith("Values at JSON path `_data.n` that data_n (bigint)")
+    assert "exact_column" in added["DATA_N__TEXT"]
+    assert set(descriptions_to_add({"data_n__text": "Mine."}, discovered, in_warehouse)) == {
+        "data_n",
+        "data_m",
+    }
+
+
 def test_the_registry_query_reads_one_schema_quoted():
     assert registry_query("analytics").endswith("from `analytics`.`raw_schema_registry`")
 

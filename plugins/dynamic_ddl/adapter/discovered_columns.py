@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from dynamic_ddl.schema.exact import text_column
+
 REGISTRY_TABLE = "raw_schema_registry"
 PATTERN_META_KEY = "discovered_columns"
 
@@ -58,20 +60,41 @@ def describe(column: DiscoveredColumn) -> str:
     return text + "."
 
 
+def describe_text(column: DiscoveredColumn) -> str:
+    """The description of a discovered column's text companion (schema/exact.py).
+
+    Example:
+        >>> row = ("raw_t", "data_n", "_data.n", "bigint", "b1", "b2", "active")
+        >>> describe_text(DiscoveredColumn(*row))[:68]
+        'Values at JSON path `_data.n` that data_n (bigint) could not hold ex'
+    """
+    return (
+        f"Values at JSON path `{column.json_path}` that {column.column_name}"
+        f" ({column.data_type}) could not hold exactly, as their JSON text; read the pair"
+        " as one column with the exact_column macro."
+    )
+
+
 def descriptions_to_add(
-    documented: Mapping[str, str], discovered: Iterable[DiscoveredColumn]
+    documented: Mapping[str, str],
+    discovered: Iterable[DiscoveredColumn],
+    in_warehouse: Iterable[str] = (),
 ) -> dict[str, str]:
-    """Column name to description, for the discovered columns YAML leaves undescribed.
+    """Column name to description, for the discovered columns YAML leaves undescribed,
+    and their text companions among the table's columns `in_warehouse`.
 
     `documented` maps a node's column names (any case) to their YAML
     descriptions; a written description always wins over the registry's.
     """
     described = {name.lower() for name, text in documented.items() if text.strip()}
-    return {
-        column.column_name: describe(column)
-        for column in discovered
-        if column.column_name.lower() not in described
-    }
+    present = {name.lower(): name for name in in_warehouse}
+    added = {}
+    for column in discovered:
+        added[column.column_name] = describe(column)
+        companion = present.get(text_column(column.column_name).lower())
+        if companion is not None:
+            added[companion] = describe_text(column)
+    return {name: text for name, text in added.items() if name.lower() not in described}
 
 
 def descriptions_from_pattern(

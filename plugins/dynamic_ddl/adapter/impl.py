@@ -498,9 +498,13 @@ class DynamicSparkAdapter(SparkAdapter):
         nodes = list(relation_configs)  # dbt passes a one-pass iterator
         catalog, exceptions = super().get_filtered_catalog(nodes, used_schemas, relations)
         schemas = {row["table_schema"] for row in catalog if row["table_name"] == REGISTRY_TABLE}
+        columns: dict[tuple[str, str], list[str]] = {}
+        for row in catalog:
+            table = ((row["table_schema"] or "").lower(), row["table_name"].lower())
+            columns.setdefault(table, []).append(row["column_name"])
         for schema in sorted(schemas):
             try:
-                self._document_discovered_columns(nodes, schema)
+                self._document_discovered_columns(nodes, schema, columns)
             except Exception as error:  # docs still build; dbt reports it with the catalog's
                 exceptions.append(error)
         self._document_columns_by_pattern(nodes, catalog)
@@ -523,8 +527,11 @@ class DynamicSparkAdapter(SparkAdapter):
             added = descriptions_from_pattern(pattern, documented, types.get(table, {}))
             _set_descriptions(node, added)
 
-    def _document_discovered_columns(self, nodes: list[Any], schema: str) -> None:
-        """Describe the undocumented columns of `schema`'s nodes from its registry."""
+    def _document_discovered_columns(
+        self, nodes: list[Any], schema: str, columns: dict[tuple[str, str], list[str]]
+    ) -> None:
+        """Describe the undocumented columns of `schema`'s nodes from its registry (and
+        the text companions among their `columns` in the catalog)."""
         by_table: dict[str, list[DiscoveredColumn]] = {}
         registry = f"{schema}.{REGISTRY_TABLE}"  # raw models may be rewriting it
         for row in read_settled(self._fetch_rows, registry, registry_query(schema)):
@@ -534,9 +541,11 @@ class DynamicSparkAdapter(SparkAdapter):
             relation = self.Relation.create_from(self.config, node)
             if (relation.schema or "").lower() != schema.lower():
                 continue
-            discovered = by_table.get((relation.identifier or "").lower(), [])
+            identifier = (relation.identifier or "").lower()
+            discovered = by_table.get(identifier, [])
             documented = {name: info.description for name, info in node.columns.items()}
-            _set_descriptions(node, descriptions_to_add(documented, discovered))
+            in_warehouse = columns.get((schema.lower(), identifier), [])
+            _set_descriptions(node, descriptions_to_add(documented, discovered, in_warehouse))
 
     def _existing_upsert(self, relation: Any) -> Any:
         from dynamic_ddl.upsert.spec import UpsertSpec
