@@ -49,38 +49,38 @@ stored as (
 
 missing as (
 
-    select
-        'missing' as problem,
-        expected.*
-    from expected
+    select * from expected
 
-    left anti join stored
-        on
-            expected.event_id = stored.event_id
-            and expected.media_index = stored.media_index
-            and expected.media_id <=> stored.media_id
-            and expected.event_date = stored.event_date
+    except
+
+    select * from stored
 
 ),
 
 stale as (
 
-    select
-        'stale' as problem,
-        stored.*
-    from stored
+    select * from stored
 
-    left anti join expected
-        on
-            stored.event_id = expected.event_id
-            and stored.media_index = expected.media_index
-            and stored.media_id <=> expected.media_id
-            and stored.event_date = expected.event_date
+    except
+
+    select * from expected
 
 )
 
-select * from missing
+select
+    'missing' as problem,
+    missing.event_id,
+    missing.media_index,
+    missing.media_id,
+    missing.event_date
+from missing
 
 union all
 
-select * from stale
+select
+    'stale' as problem,
+    stale.event_id,
+    stale.media_index,
+    stale.media_id,
+    stale.event_date
+from stale
