@@ -109,14 +109,15 @@ def layer_checksums(cwd: Path, env: dict[str, str], *args: str) -> dict[str, dic
     return checksums(cwd, env, *args, "--args", json.dumps(layers))
 
 
-def built_from_scratch(inbox: Path, cwd: Path, env: dict[str, str], *args: str) -> dict:
-    """Seeds and every model built over the whole inbox into new, empty tables (`env` says
-    where; tests left out, the incremental build ran them); the layer checksums."""
+def built_from_scratch(inbox: Path, cwd: Path, env: dict[str, str]) -> dict:
+    """Seeds and every model built over the whole inbox on the Thrift server, into a new
+    schema (`env` names it; tests left out, the incremental builds ran them); the layer
+    checksums."""
     variables = json.dumps({"inbox_dir": str(inbox), "print_summary": False})
     untested = ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
-    ran = dbt_cli(["build", *untested, *args, "--vars", variables], cwd, env)
+    ran = dbt_cli(["build", *untested, "--target", "thrift", "--vars", variables], cwd, env)
     assert ran.returncode == 0, ran.stdout[-3000:]
-    return layer_checksums(cwd, env, *args)
+    return layer_checksums(cwd, env, "--target", "thrift")
 
 
 def without_java_frames(output: str, keep: int = 6000) -> str:
@@ -246,10 +247,12 @@ DAILY = "engines.fct_daily_active_devices"
 
 
 @pytest.fixture(scope="module")
-def thrift_second_batch(tmp_path_factory, cli_env, inbox, thrift_server, thrift_build) -> dict:
-    """Batch 2 on the Thrift server after batch 1 (thrift_build): the daily aggregate's
-    files by day before it, and every landing and production table's checksums after.
-    (Both batch-1 builds run before batch 2 reaches the inbox: first_builds makes both.)"""
+def second_batches(tmp_path_factory, cli_env, inbox, thrift_server, thrift_build, session_build):
+    """Batch 2 reaches the inbox after both batch-1 builds (first_builds); then three
+    builds at once, each one's waits filled by the others' work: batch 2 on the embedded
+    target as `make run` takes it, batch 2 on the Thrift server, and a build from
+    scratch over the whole inbox on the Thrift server, in a schema of its own. Each with
+    its own target and log folders (under the embedded one's, which the salt test reads)."""
     from pyspark.sql.connect.session import SparkSession
 
     spark = SparkSession.builder.remote(thrift_server.connect_url).create()
@@ -258,12 +261,46 @@ def thrift_second_batch(tmp_path_factory, cli_env, inbox, thrift_server, thrift_
         assert "theme" not in spark.table("engines.lnd_app_attributes").columns
     finally:
         spark.stop()
-    if not any(inbox.glob("*/*/part-b002-*.json")):
-        add_sample_batch(inbox, 2)
-    cwd, env = tmp_path_factory.mktemp("thrift-batch-2"), thrift_env(cli_env, thrift_server)
+    add_sample_batch(inbox, 2)
+    on_thrift = thrift_env(cli_env, thrift_server)
+    scratch_env = {**on_thrift, "DBT_SCHEMA": "from_scratch"}
+    with ThreadPoolExecutor(3) as pool:
+        embedded = pool.submit(_embedded_second_batch, tmp_path_factory, cli_env, inbox)
+        thrift = pool.submit(_thrift_second_batch, tmp_path_factory, on_thrift, inbox)
+        scratch = pool.submit(
+            built_from_scratch, inbox, *_own_folders(tmp_path_factory, scratch_env, "scratch")
+        )
+        return {
+            "embedded": embedded.result(),
+            "thrift": {"files_before": before, "layers": thrift.result()},
+            "scratch": scratch.result(),
+        }
+
+
+def _own_folders(factory, env: dict[str, str], name: str) -> tuple[Path, dict[str, str]]:
+    """A working folder, and `env` with target and log folders of its own under the
+    embedded build's (the salt test reads every file there)."""
+    cwd = factory.mktemp(name)
+    folders = {
+        "DBT_TARGET_PATH": str(Path(env["DBT_TARGET_PATH"]) / name),
+        "DBT_LOG_PATH": str(Path(env["DBT_LOG_PATH"]) / name),
+    }
+    return cwd, {**env, **folders}
+
+
+def _thrift_second_batch(factory, env: dict[str, str], inbox: Path) -> dict:
+    """Batch 2 on the Thrift server; every landing and production table's checksums."""
+    cwd, env = _own_folders(factory, env, "thrift-batch-2")
     built = build(inbox, cwd, env, "--target", "thrift")
     assert built.returncode == 0, built.stdout[-3000:]
-    return {"files_before": before, "layers": layer_checksums(cwd, env, "--target", "thrift")}
+    return layer_checksums(cwd, env, "--target", "thrift")
+
+
+@pytest.fixture(scope="module")
+def thrift_second_batch(second_batches) -> dict:
+    """Batch 2 on the Thrift server after batch 1 (thrift_build): the daily aggregate's
+    files by day before it, and every landing and production table's checksums after."""
+    return second_batches["thrift"]
 
 
 def test_second_batch_flows_through_incrementally(thrift_server, thrift_second_batch):
@@ -473,13 +510,11 @@ def test_a_run_that_waited_for_the_lock_sees_what_the_holder_built(
         assert seeded.count() == len(expected) - 1
 
 
-@pytest.fixture(scope="module")
-def embedded_second_batch(tmp_path_factory, cli_env, inbox, session_build) -> dict:
+def _embedded_second_batch(factory, cli_env: dict[str, str], inbox: Path) -> dict:
     """Batch 2 on the embedded target, as `make run` takes it (summary on), then the
-    static docs site `make run` writes; the build's output and the docs' artifacts."""
-    if not any(inbox.glob("*/*/part-b002-*.json")):  # selected alone, without the Thrift test
-        add_sample_batch(inbox, 2)
-    cwd = tmp_path_factory.mktemp("batch-2")
+    static docs site `make run` writes, then every landing and production table's
+    checksums; the build's output and the docs' artifacts."""
+    cwd = factory.mktemp("batch-2")
     built = build(inbox, cwd, cli_env, summary=True)
     assert built.returncode == 0, built.stdout[-3000:]
     variables = json.dumps({"inbox_dir": str(inbox)})
@@ -491,7 +526,14 @@ def embedded_second_batch(tmp_path_factory, cli_env, inbox, session_build) -> di
         "target": target,
         "manifest": json.loads((target / "manifest.json").read_text()),
         "catalog": json.loads((target / "catalog.json").read_text()),
+        "layers": layer_checksums(cwd, cli_env),
     }
+
+
+@pytest.fixture(scope="module")
+def embedded_second_batch(second_batches) -> dict:
+    """Batch 2 on the embedded target, its summary and docs (see _embedded_second_batch)."""
+    return second_batches["embedded"]
 
 
 def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_second_batch):
@@ -530,23 +572,15 @@ def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_secon
     assert compacted and int(compacted[1]) > 0 and "raw_device_events" in compacted[2]
 
 
-def test_two_batches_equal_a_build_from_scratch_on_either_target(
-    tmp_path, cli_env, inbox, session_build, thrift_second_batch, embedded_second_batch
-):
+def test_two_batches_equal_a_build_from_scratch_on_either_target(second_batches):
     """After batch 1 and batch 2 (late events, late and older updates, deletes, drift),
     each landing and production table holds what one build over the same inbox gives,
     on the embedded target and on the Thrift server alike."""
-    incremental = layer_checksums(tmp_path, cli_env)
-    assert thrift_second_batch["layers"] == incremental
+    incremental = second_batches["embedded"]["layers"]
+    assert second_batches["thrift"]["layers"] == incremental
     assert {"lnd_device_events", "lnd_device_state"} <= set(incremental["landing"])
     assert len(incremental["production"]) >= 8
-    fresh_env = {
-        **cli_env,
-        "DYNAMIC_DDL_STATE_DIR": str(tmp_path / "state"),
-        "DBT_TARGET_PATH": str(tmp_path / "target"),
-        "DBT_LOG_PATH": str(tmp_path / "logs"),
-    }
-    assert built_from_scratch(inbox, tmp_path, fresh_env) == incremental
+    assert second_batches["scratch"] == incremental
 
 
 RAW_TABLES = (
