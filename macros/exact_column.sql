@@ -5,10 +5,12 @@
     one), each value it cannot hold exactly is kept, as its JSON text, in the
     companion column `<column>__text` (docs/decisions/0005, "Types"). This
     reads the pair as one column of `data_type`: the column's value, else the
-    companion's text in that type (NULL when it does not convert). Either may
-    not exist yet: the companion appears with the first value that needs it,
-    and the column with the first batch that sends the attribute (a NULL until
-    then, as column_or_null gives).
+    companion's text, in that type (NULL when it does not convert), each as a
+    build from scratch reads it from the column of the union type (where the
+    pair is one double or string column). Either may not exist yet: the
+    companion appears with the first value that needs it, and the column with
+    the first batch that sends the attribute (a NULL until then, as
+    column_or_null gives).
 
     Example:
         {{ exact_column(ref('raw_device_events'), 'data_record_id', 'string', 'raw_events') }}
@@ -21,23 +23,24 @@
 #}
 {% macro exact_column(relation, column, data_type, alias=none) -%}
     {%- set value, text = dynamic_ddl.column_and_text(relation, column, alias) -%}
-    {%- set read = 'cast(' ~ value ~ ' as ' ~ data_type ~ ')' if value else none -%}
-    {%- set kept = dynamic_ddl.text_as(text, data_type) if text else none -%}
+    {%- set read = dynamic_ddl.read_as(value, data_type) if value else none -%}
+    {%- set kept = dynamic_ddl.read_as(text, data_type) if text else none -%}
     {{- dynamic_ddl.first_of([read, kept], data_type) -}}
 {%- endmacro %}
 
 
-{#-- A companion's text in `data_type`. An integer type also reads a whole number written
-    as a double (`2.0`, `4.0E9`: a feed's floats), exactly within +-2^53, as a column of
-    the union type (double) would give it. --#}
-{% macro text_as(text, data_type) -%}
-    {%- set direct = 'try_cast(' ~ text ~ ' as ' ~ data_type ~ ')' -%}
-    {%- if data_type | lower not in ['tinyint', 'smallint', 'int', 'integer', 'bigint', 'long'] -%}
+{#-- A value (a column, or a companion's text) in `data_type`, NULL when it does not
+    convert. An integer or boolean type also reads a number written as a double (`2.0`,
+    `55.5`, `4.0E9`) as Spark casts a double: 55.5 reads 55 and true, as a build from
+    scratch reads it from the union type's (double or string) column. --#}
+{% macro read_as(expression, data_type) -%}
+    {%- set direct = 'try_cast(' ~ expression ~ ' as ' ~ data_type ~ ')' -%}
+    {%- set through_double = ['tinyint', 'smallint', 'int', 'integer', 'bigint', 'long', 'boolean'] -%}
+    {%- if data_type | lower not in through_double -%}
         {{- return(direct) -}}
     {%- endif -%}
-    {%- set number = 'try_cast(' ~ text ~ ' as double)' -%}
-    {{- return('coalesce(' ~ direct ~ ', case when ' ~ number ~ ' = round(' ~ number ~ ') and abs('
-        ~ number ~ ') <= 9007199254740992 then try_cast(' ~ number ~ ' as ' ~ data_type ~ ') end)') -}}
+    {{- return('coalesce(' ~ direct ~ ', try_cast(try_cast(' ~ expression ~ ' as double) as '
+        ~ data_type ~ '))') -}}
 {%- endmacro %}
 
 
