@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.conftest import TEST_STATE_DIR, session_target
+import pytest
+
+from tests.conftest import PROJECT_ROOT, TEST_STATE_DIR, session_target
 
 
 def session_profile() -> dict:
@@ -22,3 +24,22 @@ def thrift_profile(server) -> dict:
         "threads": 1,
         "server_side_parameters": {"spark.sql.ansi.enabled": "true"},
     }
+
+
+class WithProjectMacros:
+    """A dbt test project on the embedded session with these of the project's macro
+    files, named like the project so that their `dynamic_ddl.` calls resolve."""
+
+    MACRO_FILES: tuple[str, ...] = ()
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"name": "dynamic_ddl"}
+
+    @pytest.fixture(scope="class")
+    def macros(self):
+        return {name: (PROJECT_ROOT / "macros" / name).read_text() for name in self.MACRO_FILES}

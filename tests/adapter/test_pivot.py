@@ -13,8 +13,7 @@ import pytest
 from dbt.tests.util import run_dbt
 from dbt_common.exceptions import CompilationError
 
-from tests.adapter.targets import session_profile
-from tests.conftest import PROJECT_ROOT
+from tests.adapter.targets import WithProjectMacros
 
 SOURCES = """
 sources:
@@ -136,23 +135,14 @@ def _compiled(project, model: str) -> str:
     return (path / f"{model}.sql").read_text()
 
 
-class PivotProject:
+class PivotProject(WithProjectMacros):
     """A dbt project on the embedded session with the project's pivot macros."""
 
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self):
-        return session_profile()
+    MACRO_FILES = ("pivot.sql", "pivot_discovery.sql", "unseen_batches.sql")
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        # Named like the project, so the macros' `dynamic_ddl.` calls resolve.
         return {"name": "dynamic_ddl", "models": {"+file_format": "parquet"}}
-
-    @pytest.fixture(scope="class")
-    def macros(self):
-        folder = PROJECT_ROOT / "macros"
-        names = ("pivot.sql", "pivot_discovery.sql", "unseen_batches.sql")
-        return {name: (folder / name).read_text() for name in names}
 
 
 class TestPivot(PivotProject):
@@ -301,19 +291,8 @@ class TestPivot(PivotProject):
         assert _rows(project, f"select count(*) from {schema}.empty") == [(0,)]
 
 
-class TestPivotRefusesBadArguments:
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self):
-        return session_profile()
-
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return {"name": "dynamic_ddl"}
-
-    @pytest.fixture(scope="class")
-    def macros(self):
-        folder = PROJECT_ROOT / "macros"
-        return {name: (folder / name).read_text() for name in ("pivot.sql", "pivot_discovery.sql")}
+class TestPivotRefusesBadArguments(WithProjectMacros):
+    MACRO_FILES = ("pivot.sql", "pivot_discovery.sql")
 
     @pytest.fixture(scope="class")
     def models(self):
