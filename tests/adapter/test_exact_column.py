@@ -1,8 +1,8 @@
 """`exact_column` reads a raw column and its `__text` companion as a build from scratch
 reads the one column of the union type (docs/decisions/0005, "Types"): batch by batch, a
-bigint column keeps the values of other types in `n__text`; at once, the same lines give
-one double or string column. Every type a landing model asks for must read the same
-value either way, or an incremental landing table differs from its recompute."""
+bigint column keeps the values of other types in `<column>__text`; at once, the same
+lines give one double or string column. Every type a landing model asks for must read
+the same value either way, or an incremental landing table differs from its recompute."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from dynamic_ddl.ingest.job import ingest_topic
 from tests.adapter.targets import WithProjectMacros
 from tests.test_hostile_inbox import TOPIC, write_lines
 
-FIRST = ['{"id": 0, "ts": "2026-11-01", "n": 1}']  # makes n a bigint column
-# Values a feed sends later: a union of numbers only (double), and one with text (string).
+# Two attributes of one feed, each first sent as integers (bigint columns), then: only
+# numbers (their union is double), and numbers with text (string). Padded with nulls.
+FIRST = ['{"id": 0, "ts": "2026-11-01", "numbers": 1, "mixed": 1}']
 LATER = {
     "numbers": ["40", "55.5", "2.0", "-7.9", "1.5e300", "null", "-0"],
     "mixed": [
@@ -31,13 +32,26 @@ TYPES = {
 }
 
 
-def _model(source: str, types: tuple[str, ...]) -> str:
+def _later_lines() -> list[str]:
+    count = max(len(values) for values in LATER.values())
+    padded = {name: values + ["null"] * (count - len(values)) for name, values in LATER.items()}
+    return [
+        f'{{"id": {i}, "ts": "2026-11-02", '
+        + ", ".join(f'"{name}": {values[i - 1]}' for name, values in padded.items())
+        + "}"
+        for i in range(1, count + 1)
+    ]
+
+
+def _model(source: str) -> str:
+    relation = f"source('{source}', 'raw_feed')"
     reads = ",\n".join(
-        f"    {{{{ exact_column(source('{source}', 'raw_feed'), 'n', '{data_type}', 'feed') }}}}"
-        f" as as_{data_type}"
+        f"    {{{{ exact_column({relation}, '{name}', '{data_type}', 'feed') }}}}"
+        f" as {name}_as_{data_type}"
+        for name, types in TYPES.items()
         for data_type in types
     )
-    return f"select\n    feed.id,\n{reads}\nfrom {{{{ source('{source}', 'raw_feed') }}}} as feed\n"
+    return f"select\n    feed.id,\n{reads}\nfrom {{{{ {relation} }}}} as feed\n"
 
 
 def _ingest(spark, schema: str, inbox: Path) -> None:
@@ -50,54 +64,49 @@ class TestExactColumn(WithProjectMacros):
     MACRO_FILES = ("exact_column.sql",)
 
     @pytest.fixture(scope="class")
-    def raw_tables(self, spark, tmp_path_factory, unique_schema) -> dict[str, tuple[str, str]]:
-        """Each feed's raw table batch by batch and at once: source name -> (feed, schema)."""
+    def raw_tables(self, spark, tmp_path_factory, unique_schema) -> dict[str, str]:
+        """The feed's raw table batch by batch and at once: source name -> schema."""
         tables = {}
-        for feed, values in LATER.items():
-            later = [
-                f'{{"id": {i}, "ts": "2026-11-02", "n": {v}}}' for i, v in enumerate(values, 1)
-            ]
-            for way in ("batches", "at_once"):
-                inbox, schema = tmp_path_factory.mktemp(way), f"{unique_schema}_{feed}_{way}"
-                write_lines(inbox, "1.json", FIRST)
-                if way == "batches":
-                    _ingest(spark, schema, inbox)
-                write_lines(inbox, "2.json", later)
+        for way in ("batches", "at_once"):
+            inbox, schema = tmp_path_factory.mktemp(way), f"{unique_schema}_{way}"
+            write_lines(inbox, "1.json", FIRST)
+            if way == "batches":
                 _ingest(spark, schema, inbox)
-                tables[f"{feed}_{way}"] = (feed, schema)
+            write_lines(inbox, "2.json", _later_lines())
+            _ingest(spark, schema, inbox)
+            tables[way] = schema
         return tables
 
     @pytest.fixture(scope="class")
     def models(self, raw_tables):
         sources = "sources:\n" + "".join(
-            f"  - name: {name}\n    schema: {schema}\n    tables:\n      - name: raw_feed\n"
-            for name, (_, schema) in raw_tables.items()
+            f"  - name: {way}\n    schema: {schema}\n    tables:\n      - name: raw_feed\n"
+            for way, schema in raw_tables.items()
         )
-        reads = {
-            f"read_{name}.sql": _model(name, TYPES[feed]) for name, (feed, _) in raw_tables.items()
-        }
-        return {"sources.yml": sources, **reads}
+        return {"sources.yml": sources, **{f"read_{way}.sql": _model(way) for way in raw_tables}}
 
-    def _read(self, project, name: str) -> dict[int, tuple]:
-        rows = project.run_sql(f"select * from {project.test_schema}.read_{name}", fetch="all")
+    def _read(self, project, way: str, name: str) -> dict[int, tuple]:
+        """Attribute `name` as read in each type: id -> (as int, as bigint, ...)."""
+        columns = ", ".join(f"{name}_as_{data_type}" for data_type in TYPES[name])
+        rows = project.run_sql(
+            f"select id, {columns} from {project.test_schema}.read_{way}", fetch="all"
+        )
         return {row[0]: tuple(row[1:]) for row in rows}
 
     def test_batch_by_batch_reads_as_at_once(self, project, spark, raw_tables):
-        def raw(name: str):
-            return spark.table(f"{raw_tables[name][1]}.raw_feed")
-
-        for feed, union in (("numbers", "double"), ("mixed", "string")):
-            batches, at_once = raw(f"{feed}_batches"), raw(f"{feed}_at_once")
-            assert dict(batches.dtypes)["n"] == "bigint" and "n__text" in batches.columns
-            assert dict(at_once.dtypes)["n"] == union and "n__text" not in at_once.columns
+        batches = spark.table(f"{raw_tables['batches']}.raw_feed")
+        at_once = dict(spark.table(f"{raw_tables['at_once']}.raw_feed").dtypes)
+        for name, union in (("numbers", "double"), ("mixed", "string")):
+            assert dict(batches.dtypes)[name] == "bigint" and f"{name}__text" in batches.columns
+            assert at_once[name] == union and f"{name}__text" not in at_once
 
         assert len(run_dbt(["run"])) == len(raw_tables)
-        for feed in LATER:
-            read = self._read(project, f"{feed}_batches")
-            assert read == self._read(project, f"{feed}_at_once"), feed
-            assert len(read) == len(LATER[feed]) + 1
+        for name in LATER:
+            read = self._read(project, "batches", name)
+            assert read == self._read(project, "at_once", name), name
+            assert len(read) == len(LATER["mixed"]) + 1
 
-        read = self._read(project, "mixed_batches")
+        read = self._read(project, "batches", "mixed")
         mixed = {value: read[i] for i, value in enumerate(LATER["mixed"], 1)}
         # (int, bigint, double, boolean, string), as Spark casts the union column.
         assert mixed["55.5"] == (55, 55, 55.5, True, "55.5")
@@ -105,5 +114,5 @@ class TestExactColumn(WithProjectMacros):
         assert mixed['"42"'] == (42, 42, 42.0, True, "42")
         assert mixed["true"] == (None, None, None, True, "true")
         assert mixed["9007199254740993"][1] == 9007199254740993  # exact in bigint
-        numbers = self._read(project, "numbers_batches")
+        numbers = self._read(project, "batches", "numbers")
         assert numbers[5] == (None, None, 1.5e300, True)  # beyond an int: NULL, not a failure
