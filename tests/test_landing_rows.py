@@ -23,6 +23,7 @@ def test_a_delete_marker_raw_kept_as_text_deletes_and_its_companion_is_dropped(s
             ("c", at, None, "0", "video", "b1", "b1", None),
             ("d", at, None, "maybe", "photo", "b1", "b1", None),
             ("e", at, None, None, "photo", "b1", "b1", None),
+            ("f", at, None, "2.5", "photo", "b1", "b1", None),
         ],
         RAW,
     )
@@ -34,4 +35,5 @@ def test_a_delete_marker_raw_kept_as_text_deletes_and_its_companion_is_dropped(s
         ("c", False),
         ("d", False),  # no boolean in it: not a delete
         ("e", False),
+        ("f", True),  # a number: as Spark casts the union column's 2.5, and exact_column
     ]

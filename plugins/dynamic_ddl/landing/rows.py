@@ -65,7 +65,15 @@ def landing_rows(
     typed = F.expr(event_timestamp_sql(quoted_identifier(event_time), event_time_format))
     marker = []
     if delete_marker is not None:
-        sent = [F.col(c).try_cast("boolean") for c in marked if c in raw.columns]
+        # As exact_column reads a boolean: a number written as a double (`2.5`) through
+        # a double, as the column of the union type (double or string) gives it.
+        sent = [
+            F.coalesce(
+                F.col(c).try_cast("boolean"), F.col(c).try_cast("double").try_cast("boolean")
+            )
+            for c in marked
+            if c in raw.columns
+        ]
         marker = [F.coalesce(*sent, F.lit(False)).alias(delete_marker)]
     return raw.select(
         *[typed.alias(c) if c == event_time else F.col(c) for c in kept],
