@@ -211,3 +211,32 @@ def test_a_schema_folder_whose_name_a_uri_would_encode(spark, tmp_path):
     # Everything is in that folder: no other one was made beside it.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inbox", location.name]
     assert {"_locks", "raw_feed", "raw_feed__tags"} <= {p.name for p in location.iterdir()}
+
+
+# Arrays named as the tables the protocols keep beside a raw table `<t>`: its lock
+# `<t>__lock` (and a stale one moved aside, `<t>__lock_<token>`), compaction's interim
+# `<t>__compacting`, new definition `<t>__compacted` and layout copy `<t>__layout`, and a
+# swap's retired `<t>__dbt_old`. Each array's child table must be the array's alone.
+PROTOCOL_NAMED_ARRAYS = ("lock", "lock_events", "compacting", "compacted", "layout", "dbt_old")
+
+
+def test_arrays_named_like_protocol_tables_keep_their_child_rows(spark, schema, tmp_path):
+    """Found by review: a lock taken dropped every table named `<lock>_*` (a child table
+    of an array `lock_events`), and compaction took a child table `<t>__compacting` for a
+    killed compaction's interim table and dropped it."""
+    inbox = tmp_path / "inbox"
+    arrays = ", ".join(f'"{name}": [{{"k": 1}}, {{"k": 2}}]' for name in PROTOCOL_NAMED_ARRAYS)
+    for batch in (1, 2):  # the second takes the lock with the child tables there
+        line = f'{{"id": {batch}, "ts": "2026-11-0{batch}T08:00:00Z", {arrays}}}'
+        write_lines(inbox, f"b{batch}.json", [line])
+        ingest(spark, schema, inbox)
+    compact_topic(spark_sql(spark), RAW, after_days=0)
+    assert_every_line_accounted_for(spark, schema)
+    children = [f"{SCHEMA}.{row[1]}" for row in spark.sql(f"show tables in {SCHEMA}").collect()]
+    children = [t for t in children if t.startswith(f"{RAW}__") and not t.endswith("__lock")]
+    assert len(children) == len(PROTOCOL_NAMED_ARRAYS), children
+    for child in children:
+        spark.sql(f"refresh table {child}")
+        assert spark.table(child).count() == 2 * 2, f"{child} lost rows"
+        keys = {row[0] for row in spark.sql(f"select distinct _parent_id from {child}").collect()}
+        assert keys == {"1", "2"}, child

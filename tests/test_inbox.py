@@ -32,6 +32,9 @@ def test_project_topics_parse():
         ({"t": "oops"}, "must be a mapping"),
         ({"t": {"event_time": "ts"}}, "record_key"),
         ({"t": {"record_key": "id"}}, "event_time"),
+        # raw_feed__lock would be feed's lock table; raw_quarantine is the quarantine's.
+        ({"feed__lock": {"record_key": "id", "event_time": "ts"}}, "no __"),
+        ({"quarantine": {"record_key": "id", "event_time": "ts"}}, "bookkeeping table"),
     ],
 )
 def test_malformed_topic_config_names_the_setting(raw_topics, message):

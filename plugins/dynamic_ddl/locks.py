@@ -243,13 +243,22 @@ def _take_over(sql: Sql, lock: str, stale: Holder) -> None:
 
 
 def _drop_moved_aside(sql: Sql, lock: str) -> None:
-    """Drop stale locks a take-over moved aside and was killed before dropping."""
+    """Drop stale locks a take-over moved aside (`<lock>_<token>`) and was killed before
+    dropping: tables of that name whose only column is `holder`. The name alone is not
+    enough: `<t>__lock_events` is the child table of a raw table's array `lock_events`."""
     schema, name = lock.split(".")
     pattern = string_literal(f"{name}_*")
     for row in sql(f"show tables in {quoted_table(schema)} like {pattern}"):
-        if row[1].lower().startswith(f"{name}_".lower()) and not row[2]:
+        aside = f"{schema}.{row[1]}"
+        if row[1].lower().startswith(f"{name}_".lower()) and not row[2] and _is_lock(sql, aside):
             steps.reached("lock.drop_stale")
-            drop_table(sql, f"{schema}.{row[1]}")
+            drop_table(sql, aside)
+
+
+def _is_lock(sql: Sql, table: str) -> bool:
+    """Whether `table` is a lock table: one column, `holder`."""
+    columns = [row[0] for row in sql(f"describe {quoted_table(table)}")]
+    return columns == ["holder"]
 
 
 def release(sql: Sql, table: str, holder: Holder) -> None:

@@ -31,6 +31,7 @@ from dynamic_ddl.catalog import (
 from dynamic_ddl.ingest.ledger import LedgerEntry
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.tables import aligned
+from dynamic_ddl.ingest.topics import BOOKKEEPING_NAMES
 from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.schema.registry import RegistryEntry
 from dynamic_ddl.sql_text import partition_spec, quoted_identifier, sql_literal, string_literal
@@ -68,12 +69,7 @@ class BookkeepingTables:
 
     @classmethod
     def in_schema(cls, schema: str) -> BookkeepingTables:
-        return cls(
-            ledger=f"{schema}.raw_file_ledger",
-            registry=f"{schema}.raw_schema_registry",
-            quarantine=f"{schema}.raw_quarantine",
-            quarantined_values=f"{schema}.raw_quarantined_values",
-        )
+        return cls(**{role: f"{schema}.{name}" for role, name in BOOKKEEPING_NAMES.items()})
 
 
 def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:

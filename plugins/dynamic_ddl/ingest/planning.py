@@ -19,6 +19,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from dynamic_ddl.catalog import RETIRED_SUFFIX
+from dynamic_ddl.ingest.compaction import COMPACTING_SUFFIX, LAYOUT_SUFFIX, NEW_SUFFIX
 from dynamic_ddl.ingest.parse import EMPTY_OBJECT_TEXT, LINE_NUMBER, RECORD
 from dynamic_ddl.ingest.raw_rows import (
     BATCH_ID_COLUMN,
@@ -32,6 +34,7 @@ from dynamic_ddl.ingest.raw_rows import (
 )
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.topics import TopicConfig
+from dynamic_ddl.locks import LOCK_SUFFIX
 from dynamic_ddl.schema.event_time import declared_timestamp, event_timestamp_sql
 from dynamic_ddl.schema.exact import BEYOND_MICROSECONDS, ISO_TIMESTAMP_FORMAT, fits
 from dynamic_ddl.schema.flatten import Leaf, field_at, with_leaf_types
@@ -69,8 +72,26 @@ def child_table_names(
         for entry in registry
         if entry.table_name.startswith(prefix) and ELEMENT_KEY in entry.json_keys
     }
-    names = assign_column_names(paths, existing)
+    names = assign_column_names(paths, existing, reserved=BESIDE_A_RAW_TABLE)
     return {path: f"{schema}.{prefix}{names[path]}" for path in paths}
+
+
+# What the protocols name the tables beside a raw table `<t>`: its lock `<t>__lock`, a
+# swap's retired `<t>__dbt_old`, compaction's and the layout move's interim tables, and
+# dbt's own relations. A child table `<t>__<array>` so named would be taken for one of
+# them (and dropped): an array named so gets a hashed name (`lock_4b3a259d`) instead.
+BESIDE_A_RAW_TABLE = frozenset(
+    suffix.removeprefix("__")
+    for suffix in (
+        LOCK_SUFFIX,
+        RETIRED_SUFFIX,
+        COMPACTING_SUFFIX,
+        NEW_SUFFIX,
+        LAYOUT_SUFFIX,
+        "__dbt_tmp",
+        "__dbt_new",
+    )
+)
 
 
 def column_hints(topic: TopicConfig) -> dict[str, str]:

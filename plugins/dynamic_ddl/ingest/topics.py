@@ -38,6 +38,14 @@ from dynamic_ddl.schema.modes import SchemaModes
 # The usual names of JSON-lines files, plain or gzipped.
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz")
 _TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# The bookkeeping tables of a schema (bookkeeping.BookkeepingTables), named as raw
+# tables are: no topic's raw table (`raw_<topic>`) may take one of these names.
+BOOKKEEPING_NAMES = {
+    "ledger": "raw_file_ledger",
+    "registry": "raw_schema_registry",
+    "quarantine": "raw_quarantine",
+    "quarantined_values": "raw_quarantined_values",
+}
 
 
 class ConfigError(ValueError):
@@ -111,10 +119,16 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
     topics = {}
     for name, entry in raw_topics.items():
         where = f"vars.raw_topics.{name} in dbt_project.yml"
-        if not isinstance(name, str) or not _TOPIC_NAME.match(name):
+        if not isinstance(name, str) or not _TOPIC_NAME.match(name) or "__" in name:
             raise ConfigError(
                 f"{where}: a topic name becomes part of table names (raw_<topic>); "
-                "use lowercase letters, digits and _ only, starting with a letter."
+                "use lowercase letters, digits and _ only (no __, which parts a child "
+                "table's name from its raw table's), starting with a letter."
+            )
+        if f"raw_{name}" in BOOKKEEPING_NAMES.values():
+            raise ConfigError(
+                f"{where}: raw_{name} is the name of a bookkeeping table of the schema;"
+                " rename the topic."
             )
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be a mapping with record_key and event_time.")

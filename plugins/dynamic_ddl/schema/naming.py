@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 MAX_NAME_LENGTH = 120
 SUFFIX_LENGTH = 8
@@ -123,17 +123,22 @@ def base_column_name(path: JsonPath) -> str:
 
 
 def assign_column_names(
-    paths: Iterable[JsonPath], existing: Mapping[JsonPath, str] | None = None
+    paths: Iterable[JsonPath],
+    existing: Mapping[JsonPath, str] | None = None,
+    reserved: Collection[str] = (),
 ) -> dict[JsonPath, str]:
-    """Names for every path: existing assignments kept, new ones collision-free.
+    """Names for every path: existing assignments kept, new ones collision-free and
+    none of the `reserved` names.
 
     Example:
         >>> names = assign_column_names([("Name",), ("name",)])
         >>> names[("Name",)], names[("name",)]
         ('name', 'name_6ddc845a')
+        >>> assign_column_names([("Lock",)], reserved={"lock"})
+        {('Lock',): 'lock_4b3a259d'}
     """
     assigned = dict(existing or {})
-    taken = set(assigned.values())
+    taken = set(assigned.values()) | set(reserved)
     for path in sorted(set(paths) - set(assigned)):
         name = base_column_name(path)
         if name in taken:
