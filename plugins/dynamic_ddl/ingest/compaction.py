@@ -400,6 +400,7 @@ def compact_table(
     if merges:
         _write_merged(sql, table, root, merges)
         _swap(sql, table, root, before, merges)
+        steps.reached("raw_compaction.drop_interim")
         drop_table(sql, table + COMPACTING_SUFFIX)
         after = stored_partitions(sql, table, root)
     return CompactionResult(
@@ -525,13 +526,15 @@ def migrate_layout(sql: Sql, table: str) -> bool:
 
 def _next_root(location: str) -> str:
     """The folder a table moves to: `.../v<n+1>` after `.../v<n>`; beside a folder
-    without a version (never inside it: the old folder is removed once moved).
+    without a version (never inside it: the old folder is removed once moved), by a
+    name no table's folder has: `raw_t__items_v2` would be the folder of the child
+    table of an array `items_v2` (found by review); no table name holds a dot.
 
     Example:
         >>> _next_root("file:/w/raw/raw_t/v1"), _next_root("file:/w/raw/raw_t")
-        ('file:/w/raw/raw_t/v2', 'file:/w/raw/raw_t_v2')
+        ('file:/w/raw/raw_t/v2', 'file:/w/raw/raw_t.v2')
     """
     found = re.fullmatch(r"(.*)/v(\d+)", location)
     if found is None:
-        return f"{location}_v2"
+        return f"{location}.v2"
     return f"{found.group(1)}/v{int(found.group(2)) + 1}"
