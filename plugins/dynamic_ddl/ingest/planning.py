@@ -79,7 +79,7 @@ def child_table_names(
 # What the protocols name the tables beside a raw table `<t>`: its lock `<t>__lock`, a
 # swap's retired `<t>__dbt_old`, compaction's and the layout move's interim tables, and
 # dbt's own relations. A child table `<t>__<array>` so named would be taken for one of
-# them (and dropped): an array named so gets a hashed name (`lock_4b3a259d`) instead.
+# them (and dropped): an array named so gets a hashed name (`lock_8ae91d64`) instead.
 BESIDE_A_RAW_TABLE = frozenset(
     suffix.removeprefix("__")
     for suffix in (

@@ -134,8 +134,8 @@ def assign_column_names(
         >>> names = assign_column_names([("Name",), ("name",)])
         >>> names[("Name",)], names[("name",)]
         ('name', 'name_6ddc845a')
-        >>> assign_column_names([("Lock",)], reserved={"lock"})
-        {('Lock',): 'lock_4b3a259d'}
+        >>> assign_column_names([("lock",)], reserved={"lock"})
+        {('lock',): 'lock_8ae91d64'}
     """
     assigned = dict(existing or {})
     taken = set(assigned.values()) | set(reserved)
