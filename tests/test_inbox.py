@@ -33,7 +33,7 @@ def test_project_topics_parse():
         ({"t": {"event_time": "ts"}}, "record_key"),
         ({"t": {"record_key": "id"}}, "event_time"),
         # raw_feed__lock would be feed's lock table; raw_quarantine is the quarantine's.
-        ({"feed__lock": {"record_key": "id", "event_time": "ts"}}, "no __"),
+        ({"feed__lock": {"record_key": "id", "event_time": "ts"}}, "holds __"),
         ({"quarantine": {"record_key": "id", "event_time": "ts"}}, "bookkeeping table"),
     ],
 )
@@ -66,3 +66,13 @@ def test_check_cli_reports_files_or_fails_with_one_message(tmp_path, capsys):
 def test_invalid_yaml_is_a_config_error(tmp_path):
     (tmp_path / "dbt_project.yml").write_text("vars: [unclosed")
     assert main(["check", "--project-dir", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("table", ["raw_feed__lock", "raw_quarantine"])
+def test_a_raw_model_whose_table_is_another_tables_is_refused(table):
+    """The raw model's own check, for a model written by hand or by an older generator."""
+    from dynamic_ddl.ingest.settings import IngestSettings
+
+    config = {"topic": "feed", "table": table, "schema": "s", "inbox_dir": "/tmp"}
+    with pytest.raises(ConfigError, match=table):
+        IngestSettings.from_config({**config, "record_key": ["id"], "event_time": "ts"})

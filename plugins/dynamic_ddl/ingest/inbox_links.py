@@ -10,6 +10,7 @@ So each batch reads its files through symbolic links named by position
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -24,12 +25,21 @@ _DIGITS = 6
 
 def link_folder(staging: str) -> Path:
     """Where a batch staged at `staging` keeps its links: beside it on a local disk, else
-    in the temp folder (the inbox is a local folder, so its readers share this disk)."""
+    in the temp folder (the inbox is a local folder, so its readers share this disk),
+    named by the whole location: two schemas' tables of one name, each under its own
+    lock, must not share it (found by review).
+
+    Example:
+        >>> a = link_folder("s3a://b/w/dev.db/_staging/raw_t")
+        >>> a.name, a == link_folder("s3a://b/w/ci.db/_staging/raw_t")
+        ('raw_t-ea00d2c3d6fe', False)
+    """
     local = local_path(staging)
     if local is not None:
         return Path(f"{local}__links")
     name = staging.rstrip("/").rsplit("/", 1)[-1]
-    return Path(tempfile.gettempdir()) / "dynamic_ddl_links" / name
+    where = hashlib.sha256(staging.encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "dynamic_ddl_links" / f"{name}-{where}"
 
 
 def link_files(paths: list[str], folder: Path) -> list[str]:

@@ -228,9 +228,23 @@ def mend_interrupted_swaps(spark: SparkSession, settings: IngestSettings) -> Non
     pattern = string_literal(f"{bare}*{RETIRED_SUFFIX}")
     rows = spark.sql(f"show tables in {quoted_identifier(schema)} like {pattern}").collect()
     for row in rows:
-        retired = row[1]
-        if retired.lower().endswith(RETIRED_SUFFIX):
-            recover_swap(spark_sql(spark), f"{schema}.{retired[: -len(RETIRED_SUFFIX)]}")
+        retired = row[1].lower()
+        table = retired.removesuffix(RETIRED_SUFFIX)
+        if retired.endswith(RETIRED_SUFFIX) and of_topic(bare, table):
+            recover_swap(spark_sql(spark), f"{schema}.{table}")
+
+
+def of_topic(bare: str, name: str) -> bool:
+    """Whether `name` is the raw table `bare` or one of its child tables (`<bare>__<array>`,
+    whose name holds no `__`), not another topic's, which a `like '<bare>*'` also finds
+    (`raw_feed_v2` for `raw_feed`: found by review).
+
+    Example:
+        >>> names = ("raw_feed", "raw_feed__tags", "raw_feed_v2", "raw_feed__tags__compacting")
+        >>> [of_topic("raw_feed", name) for name in names]
+        [True, True, False, False]
+    """
+    return name == bare or (name.startswith(f"{bare}__") and "__" not in name[len(bare) + 2 :])
 
 
 def batches_to_ingest(settings: IngestSettings, entries: list[LedgerEntry]) -> list[Batch]:

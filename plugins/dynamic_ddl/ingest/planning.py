@@ -88,6 +88,7 @@ BESIDE_A_RAW_TABLE = frozenset(
         COMPACTING_SUFFIX,
         NEW_SUFFIX,
         LAYOUT_SUFFIX,
+        "__versions",  # an upsert table's version store, counted so in the run summary
         "__dbt_tmp",
         "__dbt_new",
     )

@@ -12,6 +12,7 @@ from dynamic_ddl.ingest.ledger import BatchLimits
 from dynamic_ddl.ingest.parse import LineLimits
 from dynamic_ddl.ingest.topics import (
     TopicConfig,
+    check_raw_table_name,
     schema_modes,
     time_formats,
     topic_flag,
@@ -44,6 +45,7 @@ class IngestSettings:
         if config.get("overridden"):
             keys = ", ".join(config["overridden"])
             where += f" (or {keys} in the meta of model {config['table']}, which wins)"
+        check_raw_table_name(config["table"], where)
         topic = TopicConfig(
             name=config["topic"],
             record_key=tuple(config["record_key"]),

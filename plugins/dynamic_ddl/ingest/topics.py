@@ -102,6 +102,22 @@ def load_project_vars(project_dir: Path) -> dict[str, Any]:
     return project_vars
 
 
+def check_raw_table_name(table: str, where: str) -> None:
+    """Refuse a raw table name that is another table's: one holding `__` (which parts a
+    child table's name, or a lock's, from its raw table's: `raw_feed__lock`), or a
+    bookkeeping table's (`raw_quarantine`)."""
+    if "__" in table:
+        raise ConfigError(
+            f"{where}: {table} holds __, which parts a child table's or a lock's name from"
+            " its raw table's; rename the topic (or the model) without __."
+        )
+    if table in BOOKKEEPING_NAMES.values():
+        raise ConfigError(
+            f"{where}: {table} is the name of a bookkeeping table of the schema; rename the"
+            " topic (or the model)."
+        )
+
+
 def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
     """Validate `vars.raw_topics` and return it as TopicConfig objects.
 
@@ -119,17 +135,12 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
     topics = {}
     for name, entry in raw_topics.items():
         where = f"vars.raw_topics.{name} in dbt_project.yml"
-        if not isinstance(name, str) or not _TOPIC_NAME.match(name) or "__" in name:
+        if not isinstance(name, str) or not _TOPIC_NAME.match(name):
             raise ConfigError(
                 f"{where}: a topic name becomes part of table names (raw_<topic>); "
-                "use lowercase letters, digits and _ only (no __, which parts a child "
-                "table's name from its raw table's), starting with a letter."
+                "use lowercase letters, digits and _ only, starting with a letter."
             )
-        if f"raw_{name}" in BOOKKEEPING_NAMES.values():
-            raise ConfigError(
-                f"{where}: raw_{name} is the name of a bookkeeping table of the schema;"
-                " rename the topic."
-            )
+        check_raw_table_name(f"raw_{name}", where)
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be a mapping with record_key and event_time.")
         record_key = entry.get("record_key")
