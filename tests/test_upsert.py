@@ -91,6 +91,26 @@ def test_the_greatest_ordering_value_wins_within_and_across_batches(spark, sql):
     assert _rows(spark, spec.target) == [("d1", "a", "new", 2), ("d1", "b", "fixed", 5)]
 
 
+def test_a_table_named_in_another_case_keeps_its_history(spark, sql):
+    """Spark's catalog keeps one table whatever the case of its name: a model renamed
+    from `Cased` to `cased` commits into the same table and log (found by review: the
+    log was keyed by the name as spelled, the next commit read it empty and dropped
+    every version the table read). A log kept under another case is refused."""
+    upsert(sql, _spec("Cased"), _batch(spark, [("d1", "a", "on", 1, False)]))
+    upsert(sql, _spec("Cased"), _batch(spark, [("d2", "b", "on", 1, False)]))
+    upsert(sql, _spec("cased"), _batch(spark, [("d3", "c", "on", 1, False)]))
+    expected = [("d1", "a", "on", 1), ("d2", "b", "on", 1), ("d3", "c", "on", 1)]
+    assert _rows(spark, f"{SCHEMA}.cased") == expected
+    log = f"{SCHEMA}.upsert_commits"
+    spark.sql(
+        f"alter table {log} partition (table_name = 'cased')"
+        " rename to partition (table_name = 'CASED')"
+    )
+    with pytest.raises(UpsertError, match="table_name = 'CASED'"):
+        upsert(sql, _spec("cased"), _batch(spark, [("d4", "d", "on", 1, False)]))
+    assert _rows(spark, f"{SCHEMA}.cased") == expected
+
+
 def test_ties_within_a_batch_resolve_the_same_whatever_the_input_order(spark, sql):
     tied = [("d1", "a", "x", 1, False), ("d1", "a", "y", 1, False)]
     upsert(sql, _spec("tie_1"), _batch(spark, tied))

@@ -16,7 +16,7 @@ from dynamic_ddl import steps
 from dynamic_ddl.catalog import Sql, table_exists, table_location
 from dynamic_ddl.sql_text import partition_path, partition_spec, sql_literal, string_literal
 from dynamic_ddl.upsert.commits import LogEntry, PartitionChange, TableState, compacted, replay
-from dynamic_ddl.upsert.spec import UpsertSpec
+from dynamic_ddl.upsert.spec import UpsertError, UpsertSpec
 
 CHANGES_TYPE = "array<struct<path:string,previous:string,current:string>>"
 # A table's log is compacted once it holds more lines than this: a commit reads
@@ -39,6 +39,8 @@ def read_log(sql: Sql, spec: UpsertSpec) -> TableState:
         f"select commit_id, action, to_json(changes) from {spec.log}"
         f" where table_name = {sql_literal(spec.table_name)}"
     )
+    if not rows:
+        _refuse_a_log_of_another_case(sql, spec)
     return replay(
         LogEntry(
             row[0],
@@ -50,6 +52,19 @@ def read_log(sql: Sql, spec: UpsertSpec) -> TableState:
         )
         for row in rows
     )
+
+
+def _refuse_a_log_of_another_case(sql: Sql, spec: UpsertSpec) -> None:
+    """A log kept under the table's name in another case (written before names were
+    lowercased) is the table's: read as empty, its versions would be dropped."""
+    for row in sql(f"show partitions {spec.log}"):
+        spelled = row[0].split("=", 1)[1]
+        if spelled != spec.table_name and spelled.lower() == spec.table_name:
+            raise UpsertError(
+                f"The commit log of {spec.target} is kept as table_name={spelled!r}; rename"
+                f" it: alter table {spec.log} partition (table_name = {sql_literal(spelled)})"
+                f" rename to partition (table_name = {sql_literal(spec.table_name)})"
+            )
 
 
 def last_commit_id(sql: Sql, spec: UpsertSpec) -> str | None:

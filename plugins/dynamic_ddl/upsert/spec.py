@@ -168,7 +168,11 @@ class UpsertSpec:
 
     @property
     def table_name(self) -> str:
-        return self.target.split(".")[1]
+        """The table's name as the catalog keeps it, lowercase: its commit log's partition,
+        whatever case a caller spells the table in. (A model renamed from `Orders` to
+        `orders` read an empty log, and its next commit dropped every version the table
+        read: found by review.)"""
+        return self.target.split(".")[1].lower()
 
 
 def tombstone_version(version: str) -> str:
