@@ -2,9 +2,10 @@
 
 The embedded `session` target (what `make run` uses), the `thrift` target against a
 Thrift + Connect server on local[2] (as `make thrift-up` starts it), and the same
-server submitting to a Spark standalone cluster (a master and two workers). All three
-build the same sample batch into the same production rows. A second batch then flows
-through incrementally on the Thrift server.
+server submitting to a Spark standalone cluster (a master and two workers). The first
+two build the sample's batch 1 into the same production rows; batch 2 then flows
+through incrementally on both, and their landing and production tables equal a build
+of both batches from scratch on the cluster.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -110,9 +111,9 @@ def layer_checksums(cwd: Path, env: dict[str, str], *args: str) -> dict[str, dic
 
 
 def built_from_scratch(inbox: Path, cwd: Path, env: dict[str, str]) -> dict:
-    """Seeds and every model built over the whole inbox on the Thrift server, into a new
-    schema (`env` names it; tests left out, the incremental builds ran them); the layer
-    checksums."""
+    """Seeds and every model built over the whole inbox on the server `env` names, into a
+    new schema (`env` names it too; tests left out, the incremental builds ran them); the
+    layer checksums."""
     variables = json.dumps({"inbox_dir": str(inbox), "print_summary": False})
     untested = ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
     ran = dbt_cli(["build", *untested, "--target", "thrift", "--vars", variables], cwd, env)
@@ -138,10 +139,11 @@ def thrift_env(env: dict[str, str], server) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def first_builds(tmp_path_factory, cli_env, inbox, thrift_server) -> dict:
-    """Batch 1 built on the embedded target and on the Thrift server (local[2]) at once:
-    two processes, each with its own engine and metastore, so one's dbt and JVM start
-    overlap the other's Spark work (a build's worth of time, on 2 cores)."""
+def first_builds(tmp_path_factory, cli_env, inbox, thrift_server, cluster_server) -> dict:
+    """Batch 1 built on the embedded target and on the Thrift server (local[2]) at once,
+    while the cluster starts: processes each with its own engine and metastore, so one's
+    dbt and JVM starts overlap the other's Spark work (a build's worth of time, on 2
+    cores)."""
     embedded_cwd, thrift_cwd = tmp_path_factory.mktemp("a"), tmp_path_factory.mktemp("thrift")
     with ThreadPoolExecutor(2) as pool:
         embedded = pool.submit(_embedded_build, embedded_cwd, cli_env, inbox)
@@ -185,25 +187,36 @@ def test_build_then_query_from_other_directories(tmp_path, cli_env, session_buil
 @pytest.fixture(scope="module")
 def cluster_server(tmp_path_factory):
     """A standalone cluster (master + 2 workers of 1 core) and a Thrift + Connect server
-    submitting to it; all stopped by their pids at the end."""
-    from dynamic_ddl.server import ServerConfig, start_server, stop_server
-    from dynamic_ddl.server.standalone import ClusterConfig, start_cluster, stop_cluster
+    submitting to it, started in the background (first_builds' builds run meanwhile): a
+    future of the server; all stopped by their pids at the end."""
+    from dynamic_ddl.server import stop_server
+    from dynamic_ddl.server.standalone import stop_cluster
 
     state = tmp_path_factory.mktemp("cluster")
+    with ThreadPoolExecutor(1) as pool:
+        started = pool.submit(_start_on_a_cluster, state)
+        try:
+            yield started
+        finally:
+            wait([started])
+            stop_server(state / "server")
+            stop_cluster(state / "cluster")
+
+
+def _start_on_a_cluster(state: Path):
+    from dynamic_ddl.server import ServerConfig, start_server
+    from dynamic_ddl.server.standalone import ClusterConfig, start_cluster
+
     cluster = start_cluster(ClusterConfig(state / "cluster", master_port=free_port()))
-    try:
-        config = ServerConfig(
-            state_dir=state / "server",
-            master=cluster.master_url,
-            thrift_port=free_port(),
-            connect_port=free_port(),
-            driver_memory="2g",
-            timeout=240,
-        )
-        yield start_server(config)
-        stop_server(config.state_dir)
-    finally:
-        stop_cluster(state / "cluster")
+    config = ServerConfig(
+        state_dir=state / "server",
+        master=cluster.master_url,
+        thrift_port=free_port(),
+        connect_port=free_port(),
+        driver_memory="2g",
+        timeout=240,
+    )
+    return start_server(config)
 
 
 @pytest.fixture(scope="module")
@@ -219,18 +232,15 @@ def _thrift_build(cwd: Path, cli_env: dict[str, str], inbox: Path, server) -> di
     return {"stdout": built.stdout, "checksums": checksums(cwd, env, "--target", "thrift")}
 
 
-def test_three_engines_build_the_same_production_rows(
-    tmp_path, cli_env, inbox, session_build, thrift_build, cluster_server
-):
-    """The full build passes on Thrift (local[2]) and on the cluster, and every
-    production table holds the same rows as on the embedded session, whatever the
-    zones of the hosts (dbt in Asia/Kolkata, the Thrift server in America/Los_Angeles,
-    the cluster in the host's, UTC on CI)."""
+def test_embedded_and_thrift_build_the_same_production_rows(session_build, thrift_build):
+    """The full build passes on the embedded session and on Thrift (local[2]), and every
+    production table holds the same rows, whatever the zones of the hosts (dbt in
+    Asia/Kolkata, the Thrift server in America/Los_Angeles). The third engine, a
+    standalone cluster, builds both batches from scratch: see
+    test_two_batches_equal_a_build_from_scratch_on_a_cluster."""
     expected = session_build["checksums"]
     assert len(expected) >= 8 and all(table["rows"] > 0 for table in expected.values())
     assert thrift_build["checksums"] == expected
-    on_cluster = _thrift_build(tmp_path, cli_env, inbox, cluster_server)
-    assert on_cluster["checksums"] == expected
 
 
 def test_raw_inputs_are_fresh_after_a_build(tmp_path, cli_env, thrift_server, thrift_build):
@@ -247,11 +257,13 @@ DAILY = "engines.fct_daily_active_devices"
 
 
 @pytest.fixture(scope="module")
-def second_batches(tmp_path_factory, cli_env, inbox, thrift_server, thrift_build, session_build):
+def second_batches(
+    tmp_path_factory, cli_env, inbox, thrift_server, thrift_build, session_build, cluster_server
+):
     """Batch 2 reaches the inbox after both batch-1 builds (first_builds); then three
     builds at once, each one's waits filled by the others' work: batch 2 on the embedded
     target as `make run` takes it, batch 2 on the Thrift server, and a build from
-    scratch over the whole inbox on the Thrift server, in a schema of its own. Each with
+    scratch over the whole inbox on the standalone cluster (the third engine). Each with
     its own target and log folders (under the embedded one's, which the salt test reads)."""
     from pyspark.sql.connect.session import SparkSession
 
@@ -263,7 +275,8 @@ def second_batches(tmp_path_factory, cli_env, inbox, thrift_server, thrift_build
         spark.stop()
     add_sample_batch(inbox, 2)
     on_thrift = thrift_env(cli_env, thrift_server)
-    scratch_env = {**on_thrift, "DBT_SCHEMA": "from_scratch"}
+    on_cluster = thrift_env(cli_env, cluster_server.result())
+    scratch_env = {**on_cluster, "DBT_SCHEMA": "from_scratch"}
     with ThreadPoolExecutor(3) as pool:
         embedded = pool.submit(_embedded_second_batch, tmp_path_factory, cli_env, inbox)
         thrift = pool.submit(_thrift_second_batch, tmp_path_factory, on_thrift, inbox)
@@ -307,7 +320,7 @@ def test_second_batch_flows_through_incrementally(thrift_server, thrift_second_b
     """Batch 2 (new attributes, late updates, type changes, malformed lines) on the
     Thrift server: new columns reach raw, landing and dim_users; the daily aggregates
     recompute exactly the days batch 2 touched and leave every other day's files alone.
-    (Its tables equal a build from scratch: see the test of either target.)"""
+    (Its tables equal a build from scratch: see the test of the cluster.)"""
     from pyspark.sql.connect.session import SparkSession
 
     spark = SparkSession.builder.remote(thrift_server.connect_url).create()
@@ -572,10 +585,11 @@ def test_second_batch_on_the_embedded_target_with_the_run_summary(embedded_secon
     assert compacted and int(compacted[1]) > 0 and "raw_device_events" in compacted[2]
 
 
-def test_two_batches_equal_a_build_from_scratch_on_either_target(second_batches):
+def test_two_batches_equal_a_build_from_scratch_on_a_cluster(second_batches):
     """After batch 1 and batch 2 (late events, late and older updates, deletes, drift),
-    each landing and production table holds what one build over the same inbox gives,
-    on the embedded target and on the Thrift server alike."""
+    each landing and production table of the embedded target and of the Thrift server
+    holds what one build over the same inbox gives on a standalone cluster (master + 2
+    workers, the dbt host's zone): three engines, incremental and from scratch, agree."""
     incremental = second_batches["embedded"]["layers"]
     assert second_batches["thrift"]["layers"] == incremental
     assert {"lnd_device_events", "lnd_device_state"} <= set(incremental["landing"])
