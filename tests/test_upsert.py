@@ -252,6 +252,14 @@ def test_a_delete_is_forgotten_after_its_horizon(spark, sql):
     assert _rows(spark, spec.target) == [("d1", "a", "later", 8)]
 
 
+def test_a_table_named_as_the_log_or_the_run_lock_is_refused():
+    """Found by review: a model `upsert_commits` would be the schema's commit log (its
+    swap drops the log), and a model `dbt_run`'s lock is the run lock (it waits on it)."""
+    for name in ("upsert_commits", "DBT_RUN"):
+        with pytest.raises(UpsertError, match="another name"):
+            _spec(name).validate()
+
+
 def test_bad_tombstone_settings_name_the_fix():
     with pytest.raises(UpsertError, match="whole number of days"):
         _spec("bad", tombstone_days=-1).validate()

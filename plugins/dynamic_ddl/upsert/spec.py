@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dynamic_ddl.catalog import Sql, partition_columns
+from dynamic_ddl.locks import RUN_LOCK
 
 COMMIT_ID = "_commit_id"
 COMMIT_TS = "_commit_ts"
@@ -73,6 +74,12 @@ class UpsertSpec:
 
     def validate(self) -> None:
         """Raise UpsertError, naming the fix, when the config cannot upsert."""
+        if self.table_name in (LOG_TABLE, RUN_LOCK):
+            raise UpsertError(
+                f"{self.target} is named as the schema's commit log ({LOG_TABLE}) or its run"
+                f" lock's table ({RUN_LOCK}__lock would be this table's lock too); give the"
+                " model another name (or alias)."
+            )
         if self.replace:
             if not self.partition_by:
                 raise UpsertError(
