@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import local_path, spark_sql, table_location
+from dynamic_ddl.catalog import RETIRED_SUFFIX, local_path, spark_sql, table_location
 from dynamic_ddl.ingest.bookkeeping import newest_committed_batch
 from dynamic_ddl.ingest.compaction import compact_topic, stored_partitions
 from dynamic_ddl.ingest.job import ingest_topic
@@ -203,7 +203,7 @@ def _compact(spark, schema, inbox):
     partition read (those merged stay until the next compaction)."""
     sql, table = spark_sql(spark), f"{schema}.raw_kills"
     # A rerun after a kill between the swap's renames finds the table retired.
-    found = table if spark.catalog.tableExists(table) else table + "__dbt_old"
+    found = table if spark.catalog.tableExists(table) else table + RETIRED_SUFFIX
     root = local_path(table_location(sql, found))
     read_before = {root / p.path for p in stored_partitions(sql, found)}
     compact_topic(_sql(spark), table, after_days=0)

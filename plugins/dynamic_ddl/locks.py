@@ -31,7 +31,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import Sql, database_location, drop_table, rename
+from dynamic_ddl.catalog import Sql, database_location, drop_table, rename, table_columns
 from dynamic_ddl.sql_text import location_clause, quoted_table, string_literal
 
 LOCK_SUFFIX = "__lock"
@@ -257,8 +257,7 @@ def _drop_moved_aside(sql: Sql, lock: str) -> None:
 
 def _is_lock(sql: Sql, table: str) -> bool:
     """Whether `table` is a lock table: one column, `holder`."""
-    columns = [row[0] for row in sql(f"describe {quoted_table(table)}")]
-    return columns == ["holder"]
+    return [name for name, _ in table_columns(sql, table)] == ["holder"]
 
 
 def release(sql: Sql, table: str, holder: Holder) -> None:

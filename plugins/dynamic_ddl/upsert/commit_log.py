@@ -14,7 +14,13 @@ import uuid
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import Sql, table_exists, table_location
-from dynamic_ddl.sql_text import partition_path, partition_spec, sql_literal, string_literal
+from dynamic_ddl.sql_text import (
+    partition_path,
+    partition_spec,
+    path_values,
+    sql_literal,
+    string_literal,
+)
 from dynamic_ddl.upsert.commits import LogEntry, PartitionChange, TableState, compacted, replay
 from dynamic_ddl.upsert.spec import UpsertError, UpsertSpec
 
@@ -58,7 +64,7 @@ def _refuse_a_log_of_another_case(sql: Sql, spec: UpsertSpec) -> None:
     """A log kept under the table's name in another case (written before names were
     lowercased) is the table's: read as empty, its versions would be dropped."""
     for row in sql(f"show partitions {spec.log}"):
-        spelled = row[0].split("=", 1)[1]
+        (spelled,) = path_values(row[0])
         if spelled != spec.table_name and spelled.lower() == spec.table_name:
             raise UpsertError(
                 f"The commit log of {spec.target} is kept as table_name={spelled!r}; rename"
