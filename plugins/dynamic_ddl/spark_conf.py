@@ -75,6 +75,10 @@ def engine_settings(state_dir: Path) -> dict[str, str]:
         ),
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.ui.enabled": "false",
+        # PySpark 4 sends each Column call's Python call site to the JVM (for error
+        # context): about ten py4j round trips per call, a second of every small
+        # raw batch, whose plans are built of thousands of Column calls.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
