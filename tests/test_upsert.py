@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import pytest
 from dbt.adapters.spark.session import Connection as SessionConnection
 
-from dynamic_ddl import sql_text
+from dynamic_ddl import sql_text, steps
 from dynamic_ddl.adapter.connections import EscapingSessionConnectionWrapper
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
@@ -501,3 +501,29 @@ def test_a_timestamp_partition_outside_utc(spark, sql, monkeypatch):
         time.tzset()
     got = spark.sql(f"select cast(day as string), device from {spec.target}").collect()
     assert sorted(map(tuple, got)) == [("2026-11-01 10:00:00", "a"), ("2026-11-01 10:00:00", "b")]
+
+
+def test_a_source_that_changes_while_it_is_read_commits_nothing(spark, sql):
+    # The source is read twice: once for the partitions it touches, once by the merge.
+    # A row of another stored partition that appears between the two reads (an upstream
+    # commit of a concurrent run) made that partition's new version of the incoming
+    # rows alone: every stored row of it was gone.
+    spec = _spec("moving_source")
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False)]))
+    source = f"{SCHEMA}.moving_source_input"
+    spark.sql(f"create table {source} ({COLUMNS}) using parquet")
+    spark.sql(f"insert into {source} values ('d1', 'a', 'off', 2, false)")
+
+    def upstream_commit(step: str) -> None:
+        if step == "upsert.write_versions":
+            spark.sql(f"insert into {source} values ('d2', 'c', 'on', 2, false)")
+
+    with steps.listening(upstream_commit), pytest.raises(UpsertError, match="changed while"):
+        upsert(sql, spec, source)
+    assert _rows(spark, spec.target) == [("d1", "a", "on", 1), ("d2", "b", "on", 1)]
+    upsert(sql, spec, source)  # the rerun reads the source as it is now
+    assert _rows(spark, spec.target) == [
+        ("d1", "a", "off", 2),
+        ("d2", "b", "on", 1),
+        ("d2", "c", "on", 2),
+    ]

@@ -51,6 +51,7 @@ from dynamic_ddl.sql_text import (
     partitions_predicate,
     path_values,
     quoted_identifier,
+    rows_predicate,
     sql_literal,
     string_literal,
     unescape_path,
@@ -144,6 +145,8 @@ def _commit(
         merged = merge_sql(spec, source, data_columns, commit_id, affected, tombstones)
     steps.reached("upsert.write_versions")
     _write_new_versions(sql, spec, merged, data, commit_id)
+    if not spec.replace:  # a replacement writes only the partitions it listed
+        _refuse_unread_partitions(sql, spec, commit_id, affected)
     written = _written_paths(sql, spec, commit_id)
     if spec.keeps_tombstones:  # a partition left with deletes only
         emptied |= _written_paths(sql, spec, tombstone_version(commit_id)) - written
@@ -268,6 +271,32 @@ def _partitions_of(sql: Sql, spec: UpsertSpec, source: str) -> list[tuple]:
         return [()] if sql(f"select 1 from {source} limit 1") else []
     columns = ", ".join(quoted_identifier(p) for p in spec.partition_by)
     return [tuple(row) for row in sql(f"select distinct {columns} from {source}")]
+
+
+def _refuse_unread_partitions(
+    sql: Sql, spec: UpsertSpec, commit_id: str, affected: list[tuple]
+) -> None:
+    """Refuse a commit that wrote rows (or remembered deletes) to a partition whose
+    stored rows the merge did not read: the source changed between the read that
+    listed its partitions and the merge's (a concurrent commit upstream), and that
+    partition's new version would hold the incoming rows alone. Nothing is logged
+    yet: the versions written are left to cleanup, as a kill here leaves them."""
+    if not spec.partition_by:
+        return
+    versions = [commit_id, tombstone_version(commit_id)]
+    outside = sql(
+        f"select distinct {', '.join(quoted_identifier(p) for p in spec.partition_by)}"
+        f" from {spec.versions} where {quoted_identifier(VERSION)} in"
+        f" ({', '.join(string_literal(v) for v in versions)})"
+        f" and not coalesce({rows_predicate(spec.partition_by, affected)}, false) limit 5"
+    )
+    if outside:
+        raise UpsertError(
+            f"Upsert into {spec.target}: its source changed while it was read (rows for"
+            f" partitions {[tuple(row) for row in outside]} appeared after the partitions"
+            " to merge were listed; a concurrent run committing upstream?). Nothing was"
+            " committed: run it again."
+        )
 
 
 def _written_paths(sql: Sql, spec: UpsertSpec, commit_id: str) -> set[str]:
