@@ -376,6 +376,29 @@ def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
     assert (changed.input_lines, changed.raw_rows) == (1, 1)
 
 
+@pytest.mark.parametrize("step", ["raw.record_pending", "raw.infer_schema"])
+def test_lines_appended_while_a_batch_reads_its_file_are_taken_once(spark, tmp_path, step):
+    # A producer appends while the batch runs: after the scan (which recorded the size
+    # and the lines the ledger accounts for) and before Spark lists the file, or after.
+    # Spark read the new line too, and the next run took it again as the file's growth.
+    schema = f"hostile_appended_{step.split('.')[1]}"
+    path = write_lines(tmp_path, "a.json", ['{"id": 1}', '{"id": 2}'])
+
+    def producer(reached: str) -> None:
+        if reached == step:
+            with open(path, "ab") as appending:
+                appending.write(b'{"id": 3}\n')
+
+    with steps.listening(producer):
+        (first,) = ingest(spark, schema, tmp_path)
+    assert (first.input_lines, first.raw_rows) == (2, 2)
+    (second,) = ingest(spark, schema, tmp_path)
+    assert (second.input_lines, second.raw_rows) == (1, 1)
+    lines = spark.table(f"{schema}.raw_feed").select("id", "_line_number").collect()
+    assert sorted(map(tuple, lines)) == [(1, 1), (2, 2), (3, 3)]
+    assert_every_line_accounted_for(spark, schema)
+
+
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
     """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):

@@ -105,6 +105,18 @@ def test_scan_reads_size_checksum_and_lines(tmp_path):
     assert zipped.line_count == 2
 
 
+def test_a_fingerprint_of_a_size_describes_those_bytes_only(tmp_path):
+    # The scan records a file's size, then reads it: bytes a producer appends in between
+    # made a checksum and a line count of more than that size, so the next run took the
+    # grown file for a new one and read it whole again.
+    lines = b"".join(b'{"n": %d}\n' % n for n in range(CHUNK_BYTES // 8))
+    whole, head = tmp_path / "whole.json", tmp_path / "head.json"
+    whole.write_bytes(lines + b'{"n": "appended"}\n')
+    head.write_bytes(lines)
+    assert fingerprint(whole, size=len(lines)) == fingerprint(head)
+    assert fingerprint(whole, size=len(lines)).line_count == CHUNK_BYTES // 8
+
+
 def test_scan_skips_committed_files_unread(tmp_path):
     day = tmp_path / "t" / "dt=2026-11-01"
     day.mkdir(parents=True)

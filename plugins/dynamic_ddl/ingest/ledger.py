@@ -115,8 +115,10 @@ class Gunzip:
         return text
 
 
-def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
-    """SHA-256 of the file's bytes and its line count, in one read of 1 MiB chunks.
+def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = None) -> Fingerprint:
+    """SHA-256 of the file's bytes and its line count, in one read of 1 MiB chunks;
+    of its first `size` bytes only, when given (the size the ledger records: a
+    producer may append while the file is read).
 
     Lines are counted as Spark's text reader splits them: at LF, CRLF or a
     bare CR, and a last line needs no line end (see count_line_ends); gzip
@@ -130,8 +132,10 @@ def fingerprint(path: Path, prefix_size: int | None = None) -> Fingerprint:
     first_bytes, total = b"", 0  # the first decoded bytes, and how many there are
     prefix: tuple[str, int, bool] | None = None
     offset, empty = 0, False
+    left = size if size is not None else float("inf")
     with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK_BYTES):
+        while left > 0 and (chunk := handle.read(int(min(CHUNK_BYTES, left)))):
+            left -= len(chunk)
             if prefix_size is not None and prefix is None and offset + len(chunk) >= prefix_size:
                 head = chunk[: prefix_size - offset]
                 at_boundary = digest.copy()
@@ -205,7 +209,7 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
             continue
         stat = path.stat()
         grew = before is not None and stat.st_size > before.size
-        facts = fingerprint(path, before.size if grew else None)
+        facts = fingerprint(path, before.size if grew else None, stat.st_size)
         first_line = 1
         if grew and facts.prefix_checksum == before.checksum and facts.prefix_ends_line:
             first_line = facts.prefix_lines + 1

@@ -41,9 +41,11 @@ Inbox paths are handed to Spark literally (`sql_text.glob_escaped`): a file name
 
 from __future__ import annotations
 
+import logging
 import operator
+import os
 import secrets
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
@@ -63,6 +65,7 @@ from pyspark.sql.types import (
 )
 
 from dynamic_ddl.ingest.inbox_links import by_position
+from dynamic_ddl.ingest.ledger import InboxFile
 from dynamic_ddl.schema.flatten import (
     deeper_than,
     holds_struct,
@@ -79,6 +82,8 @@ RECORD = "_record"
 REJECT_REASON = "_reject_reason"
 LINE_NUMBER = "_line_number"
 DISCARD_ROW_REASON = "discard_row"
+# Progress and warnings of a raw model's run (bridged into dbt's log).
+PROGRESS = logging.getLogger("dynamic_ddl.ingest")
 # What every number beyond a double holds (1.8e308 needs an exponent of three digits,
 # or with two at most 210 digits before its point); checked only where a text leaf
 # shows Infinity's mark.
@@ -293,8 +298,7 @@ def local_path(uri: Column) -> Column:
 def read_text_lines(
     spark: SparkSession,
     files: list[str],
-    inbox_paths: list[str] | None = None,
-    first_lines: list[int] | None = None,
+    scanned: Sequence[InboxFile] | None = None,
 ) -> DataFrame:
     """One row per input line: _source_file, _split_start, _row_id, _line_number, line.
 
@@ -303,32 +307,60 @@ def read_text_lines(
     `_row_id` grows by one from line to line within a piece.
 
     `files` read directly give `_source_file` as their local path. Links
-    made by inbox_links.link_files give, with `inbox_paths` (the linked
-    files, in link order), the inbox path; and `first_lines` (in the same
-    order) skip the lines before it in files that grew since their last
-    commit. Those lines carry their `_line_number`; it is NULL for every
-    other line (see line_numbers).
+    made by inbox_links.link_files give, with `scanned` (the linked inbox
+    files as the ledger's scan found them, in link order), the inbox path,
+    and the lines the ledger accounts for only: from `first_line` in a file
+    that grew since its last commit, and no further than the scan's last
+    line in a file that grew since the scan (a producer appending while the
+    batch runs: its new lines are the next batch's). Those lines carry their
+    `_line_number`; it is NULL for every other line (see line_numbers).
     """
     read = spark.read.text([glob_escaped(f) for f in files])
-    source = local_path(F.col("_metadata.file_path"))
-    if inbox_paths is not None:
-        source = by_position(inbox_paths, F.col("_metadata.file_name"))
-    first = by_position(first_lines, F.col("_metadata.file_name")) if first_lines else F.lit(1)
-    lines = read.select(
+    if scanned is None:
+        return _text_lines(read, local_path(F.col("_metadata.file_path")))
+    # After the listing above: a size unchanged since the scan is the size Spark reads.
+    grown = {f.path for f in scanned if _size_now(f.path) != f.size}
+    for path in sorted(grown):
+        PROGRESS.warning(
+            f"{path} grew while its batch read it: its new lines are left for the next"
+        )
+    name = F.col("_metadata.file_name")
+    last = [f.first_line + f.line_count - 1 if f.path in grown else None for f in scanned]
+    lines = _text_lines(read, by_position([f.path for f in scanned], name)).select(
+        "*",
+        by_position([f.first_line for f in scanned], name).alias("_first_line"),
+        by_position(last, name).cast("bigint").alias("_last_line"),
+    )
+    bounded = (F.col("_first_line") > 1) | F.col("_last_line").isNotNull()
+    if not any(f.first_line > 1 for f in scanned) and not grown:
+        return lines.drop("_first_line", "_last_line")
+    numbered = lines.where(bounded).drop(LINE_NUMBER)
+    numbered = line_numbers(numbered, line_pieces(numbered))  # a Spark job, for these only
+    kept = numbered.where(
+        (F.col(LINE_NUMBER) >= F.col("_first_line"))
+        & (F.col("_last_line").isNull() | (F.col(LINE_NUMBER) <= F.col("_last_line")))
+    )
+    whole = lines.where(~bounded)
+    return whole.unionByName(kept.select(*lines.columns)).drop("_first_line", "_last_line")
+
+
+def _text_lines(read: DataFrame, source: Column) -> DataFrame:
+    """Spark's text rows as read_text_lines gives them (`source` names the file)."""
+    return read.select(
         source.alias("_source_file"),
         F.col("_metadata.file_block_start").alias("_split_start"),
         F.monotonically_increasing_id().alias("_row_id"),
         F.lit(None).cast("bigint").alias(LINE_NUMBER),
         F.col("value").alias("line"),
-        first.alias("_first_line"),
     )
-    if not first_lines or max(first_lines) == 1:
-        return lines.drop("_first_line")
-    grown = lines.where(F.col("_first_line") > 1).drop(LINE_NUMBER)
-    numbered = line_numbers(grown, line_pieces(grown))  # a Spark job, for grown files only
-    numbered = numbered.where(F.col(LINE_NUMBER) >= F.col("_first_line"))
-    kept = numbered.select(*lines.columns)
-    return lines.where(F.col("_first_line") == 1).unionByName(kept).drop("_first_line")
+
+
+def _size_now(path: str) -> int | None:
+    """A file's size now (None when it is gone)."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
 
 
 def line_pieces(lines: DataFrame) -> list[tuple[str, int, int, int]]:

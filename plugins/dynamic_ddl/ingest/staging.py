@@ -58,7 +58,7 @@ def stage_batch(
     rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
-    lines = read_text_lines(spark, links, [f.path for f in files], [f.first_line for f in files])
+    lines = read_text_lines(spark, links, files)
     discard = reduce(operator.or_, [check for _, check in discards]) if discards else None
     parsed = parse_lines(lines, source, settings.limits, counts, discard, rewrite)
     checks = value_checks(source, candidates)
