@@ -527,3 +527,30 @@ def test_a_source_that_changes_while_it_is_read_commits_nothing(spark, sql):
         ("d2", "b", "on", 1),
         ("d2", "c", "on", 2),
     ]
+
+
+def test_a_delete_that_appears_while_the_source_is_read_empties_no_unread_partition(spark, sql):
+    # The same race, found by review where nothing is written: with a global key and
+    # no remembered deletes, a delete of key a (stored in d1) dated d2 arrives between
+    # the reads. The merge's delete wins, lands in d2 (whose stored rows were not read),
+    # and d2 was taken for emptied: b and x were gone.
+    spec = _spec("late_delete", global_key=True, tombstone_days=0)
+    stored = [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False), ("d2", "x", "on", 1, False)]
+    upsert(sql, spec, _batch(spark, stored))
+    source = f"{SCHEMA}.late_delete_input"
+    spark.sql(f"create table {source} ({COLUMNS}) using parquet")
+    spark.sql(f"insert into {source} values ('d1', 'a', 'off', 2, false)")
+
+    def upstream_commit(step: str) -> None:
+        if step == "upsert.write_versions":
+            spark.sql(f"insert into {source} values ('d2', 'a', 'off', 3, true)")
+
+    with steps.listening(upstream_commit), pytest.raises(UpsertError, match="changed while"):
+        upsert(sql, spec, source)
+    assert _rows(spark, spec.target) == [
+        ("d1", "a", "on", 1),
+        ("d2", "b", "on", 1),
+        ("d2", "x", "on", 1),
+    ]
+    upsert(sql, spec, source)  # the rerun: the delete wins, d2 keeps its other keys
+    assert _rows(spark, spec.target) == [("d2", "b", "on", 1), ("d2", "x", "on", 1)]

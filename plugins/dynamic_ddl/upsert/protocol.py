@@ -151,7 +151,7 @@ def _commit(
     if spec.keeps_tombstones:  # a partition left with deletes only
         emptied |= _written_paths(sql, spec, tombstone_version(commit_id)) - written
     if moved_from or (spec.delete_marker and not spec.keeps_tombstones):
-        emptied |= _emptied_paths(sql, spec, merged) - written
+        emptied |= _emptied_paths(sql, spec, merged, affected) - written
     # An emptied partition reads an empty version rather than being dropped: its
     # tombstones stay found, and rows_of_changed_days (which reads partition
     # versions) sees that it changed.
@@ -252,15 +252,21 @@ def _add_empty_versions(sql: Sql, spec: UpsertSpec, paths: set[str], commit: str
     sql(f"alter table {spec.versions} add if not exists {specs}")
 
 
-def _emptied_paths(sql: Sql, spec: UpsertSpec, merged: str) -> set[str]:
+def _emptied_paths(sql: Sql, spec: UpsertSpec, merged: str, affected: list[tuple]) -> set[str]:
     """Paths of the partitions the batch left without rows: every row deleted or moved
-    to another partition (no version to write). Computes the merge again."""
+    to another partition (no version to write). Computes the merge again, so reads the
+    source again: a partition outside `affected` (whose stored rows the merge did not
+    read) is refused as _refuse_unread_partitions refuses one written to."""
     keys = ", ".join(quoted_identifier(p) for p in spec.partition_by)
+    listed = f"coalesce({rows_predicate(spec.partition_by, affected)}, false)" if keys else "true"
     rows = sql(
-        f"select {keys + ', ' if keys else ''}true from ({merged})"
+        f"select {keys + ', ' if keys else ''}{listed} from ({merged})"
         f"{' group by ' + keys if keys else ''}"
         " having max(_is_new) and not max(not _deleted and not _vacated)"
     )
+    unread = [tuple(row[:-1]) for row in rows if not row[-1]]
+    if unread:
+        raise _source_changed(spec, unread)
     return {partition_path(spec.partition_by, row[:-1]) for row in rows}
 
 
@@ -291,12 +297,17 @@ def _refuse_unread_partitions(
         f" and not coalesce({rows_predicate(spec.partition_by, affected)}, false) limit 5"
     )
     if outside:
-        raise UpsertError(
-            f"Upsert into {spec.target}: its source changed while it was read (rows for"
-            f" partitions {[tuple(row) for row in outside]} appeared after the partitions"
-            " to merge were listed; a concurrent run committing upstream?). Nothing was"
-            " committed: run it again."
-        )
+        raise _source_changed(spec, [tuple(row) for row in outside])
+
+
+def _source_changed(spec: UpsertSpec, partitions: list[tuple]) -> UpsertError:
+    """The error of a commit whose source gave rows for `partitions` (values) after the
+    partitions to merge were listed."""
+    return UpsertError(
+        f"Upsert into {spec.target}: its source changed while it was read (rows for"
+        f" partitions {partitions[:5]} appeared after the partitions to merge were listed;"
+        " a concurrent run committing upstream?). Nothing was committed: run it again."
+    )
 
 
 def _written_paths(sql: Sql, spec: UpsertSpec, commit_id: str) -> set[str]:
