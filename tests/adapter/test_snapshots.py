@@ -138,3 +138,33 @@ class TestSnapshotHistory(SessionTarget):
         failed = run_dbt(["snapshot", "--vars", "seed: people_twice"], expect_pass=False)
         assert "rows share a dbt_scd_id" in failed[0].message
         assert [row[:3] for row in self.history(project)] == [row[:3] for row in later]
+
+
+REGIONS = """
+{% snapshot regions_history %}
+{{ config(unique_key='id', strategy='check', check_cols='all', partition_by='region') }}
+select 1 as id, {{ var('region', "''") }} as region, 'ann' as name
+{% endsnapshot %}
+"""
+
+
+class TestSnapshotPartitionedByText(SessionTarget):
+    """A review found '' in a text partition column: stored as NULL, it differed from the
+    source's '' at every run, so each run closed the row and opened a copy (or, with the
+    column in the key and hard_deletes='invalidate', closed it for good)."""
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"regions_history.sql": REGIONS}
+
+    def test_an_empty_partition_value_is_refused_with_the_fix(self, project):
+        failed = run_dbt(["snapshot"], expect_pass=False)
+        assert "rows hold '' in a partition_by column (region)" in failed[0].message
+        assert "nullif(<column>, '')" in failed[0].message
+        for _ in range(2):  # the fix the error names: the second run changes nothing
+            run_dbt(["snapshot", "--vars", "region: nullif('', '')"])
+        rows = project.run_sql(
+            f"select id, region, name, dbt_valid_to from {project.test_schema}.regions_history",
+            fetch="all",
+        )
+        assert [tuple(row) for row in rows] == [(1, None, "ann", None)]

@@ -127,16 +127,34 @@
 
 {#-- Commit a snapshot's rows into its table: an upsert keyed by dbt_scd_id. --#}
 {% macro dynamic_spark_snapshot_commit(rows_relation, target_relation, columns) %}
-    {#-- Rows sharing a dbt_scd_id would be merged into one: refuse them, as MERGE does. --#}
+    {#-- Rows sharing a dbt_scd_id would be merged into one: refuse them, as MERGE does.
+         A partition value '' is stored as NULL (Spark keeps both in one partition), so
+         the next run's staging, comparing the source's '' with it, would take the row
+         for changed or its key for gone: refuse it too, in the same query. --#}
     {%- set scd_id = adapter.quote(columns.dbt_scd_id) -%}
-    {%- set repeated = run_query(
-        'select count(*) - count(distinct ' ~ scd_id ~ ') from ' ~ rows_relation
-    ).columns[0].values()[0] -%}
+    {%- set partition_by = config.get('partition_by') or [] -%}
+    {%- set partition_by = [partition_by] if partition_by is string else partition_by -%}
+    {%- set empty_checks = [] -%}
+    {%- for column in partition_by -%}
+        {%- do empty_checks.append("cast(" ~ adapter.quote(column) ~ " as string) = ''") -%}
+    {%- endfor -%}
+    {%- set found = run_query(
+        'select count(*) - count(distinct ' ~ scd_id ~ '), count_if('
+        ~ (empty_checks | join(' or ') or 'false') ~ ') from ' ~ rows_relation
+    ) -%}
+    {%- set repeated, empty = found.columns[0].values()[0], found.columns[1].values()[0] -%}
     {%- if repeated > 0 -%}
         {%- do exceptions.raise_compiler_error(
             "Snapshot " ~ target_relation ~ ": " ~ repeated ~ " rows share a dbt_scd_id with"
             ~ " another: the source holds unique_key '" ~ config.get('unique_key')
             ~ "' more than once for one updated_at. Make the key unique in the snapshot's query.") -%}
+    {%- endif -%}
+    {%- if empty > 0 -%}
+        {%- do exceptions.raise_compiler_error(
+            "Snapshot " ~ target_relation ~ ": " ~ empty ~ " rows hold '' in a partition_by"
+            ~ " column (" ~ partition_by | join(', ') ~ "), which Spark stores as NULL: the next"
+            ~ " run would take them for changed. Select nullif(<column>, '') (or another value)"
+            ~ " in the snapshot's query.") -%}
     {%- endif -%}
     {%- set options = {
         'strategy': 'upsert',
