@@ -503,6 +503,23 @@ def test_a_timestamp_partition_outside_utc(spark, sql, monkeypatch):
     assert sorted(map(tuple, got)) == [("2026-11-01 10:00:00", "a"), ("2026-11-01 10:00:00", "b")]
 
 
+def _refused_with_a_change_between_reads(spark, sql, spec, row: str, arriving: str) -> str:
+    """An upsert of a Parquet source table holding `row` (SQL values) into `spec`'s target,
+    during which `arriving` is inserted into the source as the versions are written (an
+    upstream commit between the source's reads): it must commit nothing. The source."""
+    source = f"{spec.target}_input"
+    spark.sql(f"create table {source} ({COLUMNS}) using parquet")
+    spark.sql(f"insert into {source} values {row}")
+
+    def upstream_commit(step: str) -> None:
+        if step == "upsert.write_versions":
+            spark.sql(f"insert into {source} values {arriving}")
+
+    with steps.listening(upstream_commit), pytest.raises(UpsertError, match="changed while"):
+        upsert(sql, spec, source)
+    return source
+
+
 def test_a_source_that_changes_while_it_is_read_commits_nothing(spark, sql):
     # The source is read twice: once for the partitions it touches, once by the merge.
     # A row of another stored partition that appears between the two reads (an upstream
@@ -510,16 +527,9 @@ def test_a_source_that_changes_while_it_is_read_commits_nothing(spark, sql):
     # rows alone: every stored row of it was gone.
     spec = _spec("moving_source")
     upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False)]))
-    source = f"{SCHEMA}.moving_source_input"
-    spark.sql(f"create table {source} ({COLUMNS}) using parquet")
-    spark.sql(f"insert into {source} values ('d1', 'a', 'off', 2, false)")
-
-    def upstream_commit(step: str) -> None:
-        if step == "upsert.write_versions":
-            spark.sql(f"insert into {source} values ('d2', 'c', 'on', 2, false)")
-
-    with steps.listening(upstream_commit), pytest.raises(UpsertError, match="changed while"):
-        upsert(sql, spec, source)
+    source = _refused_with_a_change_between_reads(
+        spark, sql, spec, "('d1', 'a', 'off', 2, false)", "('d2', 'c', 'on', 2, false)"
+    )
     assert _rows(spark, spec.target) == [("d1", "a", "on", 1), ("d2", "b", "on", 1)]
     upsert(sql, spec, source)  # the rerun reads the source as it is now
     assert _rows(spark, spec.target) == [
@@ -533,20 +543,13 @@ def test_a_delete_that_appears_while_the_source_is_read_empties_no_unread_partit
     # The same race, found by review where nothing is written: with a global key and
     # no remembered deletes, a delete of key a (stored in d1) dated d2 arrives between
     # the reads. The merge's delete wins, lands in d2 (whose stored rows were not read),
-    # and d2 was taken for emptied: b and x were gone.
+    # and d2 was taken for emptied: the old code left the table empty.
     spec = _spec("late_delete", global_key=True, tombstone_days=0)
     stored = [("d1", "a", "on", 1, False), ("d2", "b", "on", 1, False), ("d2", "x", "on", 1, False)]
     upsert(sql, spec, _batch(spark, stored))
-    source = f"{SCHEMA}.late_delete_input"
-    spark.sql(f"create table {source} ({COLUMNS}) using parquet")
-    spark.sql(f"insert into {source} values ('d1', 'a', 'off', 2, false)")
-
-    def upstream_commit(step: str) -> None:
-        if step == "upsert.write_versions":
-            spark.sql(f"insert into {source} values ('d2', 'a', 'off', 3, true)")
-
-    with steps.listening(upstream_commit), pytest.raises(UpsertError, match="changed while"):
-        upsert(sql, spec, source)
+    source = _refused_with_a_change_between_reads(
+        spark, sql, spec, "('d1', 'a', 'off', 2, false)", "('d2', 'a', 'off', 3, true)"
+    )
     assert _rows(spark, spec.target) == [
         ("d1", "a", "on", 1),
         ("d2", "b", "on", 1),
