@@ -510,6 +510,7 @@ def _refused_with_a_change_between_reads(spark, sql, spec, row: str, arriving: s
     source = f"{spec.target}_input"
     spark.sql(f"create table {source} ({COLUMNS}) using parquet")
     spark.sql(f"insert into {source} values {row}")
+    versions = spark.sql(f"show partitions {spec.versions}").collect()
 
     def upstream_commit(step: str) -> None:
         if step == "upsert.write_versions":
@@ -517,6 +518,8 @@ def _refused_with_a_change_between_reads(spark, sql, spec, row: str, arriving: s
 
     with steps.listening(upstream_commit), pytest.raises(UpsertError, match="changed while"):
         upsert(sql, spec, source)
+    # What it wrote is gone: a rerun under the same commit id must not add to it.
+    assert spark.sql(f"show partitions {spec.versions}").collect() == versions
     return source
 
 

@@ -145,13 +145,15 @@ def _commit(
         merged = merge_sql(spec, source, data_columns, commit_id, affected, tombstones)
     steps.reached("upsert.write_versions")
     _write_new_versions(sql, spec, merged, data, commit_id)
-    if not spec.replace:  # a replacement writes only the partitions it listed
-        _refuse_unread_partitions(sql, spec, commit_id, affected)
     written = _written_paths(sql, spec, commit_id)
-    if spec.keeps_tombstones:  # a partition left with deletes only
-        emptied |= _written_paths(sql, spec, tombstone_version(commit_id)) - written
+    remembered = set()
+    if spec.keeps_tombstones:
+        remembered = _written_paths(sql, spec, tombstone_version(commit_id))
+        emptied |= remembered - written  # a partition left with deletes only
+    if not spec.replace:  # a replacement writes only the partitions it listed
+        _refuse_unread_partitions(sql, spec, commit_id, affected, written | remembered)
     if moved_from or (spec.delete_marker and not spec.keeps_tombstones):
-        emptied |= _emptied_paths(sql, spec, merged, affected) - written
+        emptied |= _emptied_paths(sql, spec, merged, affected, commit_id) - written
     # An emptied partition reads an empty version rather than being dropped: its
     # tombstones stay found, and rows_of_changed_days (which reads partition
     # versions) sees that it changed.
@@ -252,7 +254,9 @@ def _add_empty_versions(sql: Sql, spec: UpsertSpec, paths: set[str], commit: str
     sql(f"alter table {spec.versions} add if not exists {specs}")
 
 
-def _emptied_paths(sql: Sql, spec: UpsertSpec, merged: str, affected: list[tuple]) -> set[str]:
+def _emptied_paths(
+    sql: Sql, spec: UpsertSpec, merged: str, affected: list[tuple], commit_id: str
+) -> set[str]:
     """Paths of the partitions the batch left without rows: every row deleted or moved
     to another partition (no version to write). Computes the merge again, so reads the
     source again: a partition outside `affected` (whose stored rows the merge did not
@@ -266,7 +270,7 @@ def _emptied_paths(sql: Sql, spec: UpsertSpec, merged: str, affected: list[tuple
     )
     unread = [tuple(row[:-1]) for row in rows if not row[-1]]
     if unread:
-        raise _source_changed(spec, unread)
+        raise _refused(sql, spec, commit_id, unread)
     return {partition_path(spec.partition_by, row[:-1]) for row in rows}
 
 
@@ -280,14 +284,19 @@ def _partitions_of(sql: Sql, spec: UpsertSpec, source: str) -> list[tuple]:
 
 
 def _refuse_unread_partitions(
-    sql: Sql, spec: UpsertSpec, commit_id: str, affected: list[tuple]
+    sql: Sql, spec: UpsertSpec, commit_id: str, affected: list[tuple], paths: set[str]
 ) -> None:
     """Refuse a commit that wrote rows (or remembered deletes) to a partition whose
     stored rows the merge did not read: the source changed between the read that
     listed its partitions and the merge's (a concurrent commit upstream), and that
-    partition's new version would hold the incoming rows alone. Nothing is logged
-    yet: the versions written are left to cleanup, as a kill here leaves them."""
-    if not spec.partition_by:
+    partition's new version would hold the incoming rows alone. `paths` are the
+    partitions written. Nothing is logged yet.
+
+    The paths are compared first (no query when all is well); a path named
+    otherwise than partition_path names the value (a timestamp's fraction) is
+    decided by the merge's own filter on the new version."""
+    listed = {partition_path(spec.partition_by, values) for values in affected}
+    if not spec.partition_by or paths <= listed:
         return
     versions = [commit_id, tombstone_version(commit_id)]
     outside = sql(
@@ -297,12 +306,23 @@ def _refuse_unread_partitions(
         f" and not coalesce({rows_predicate(spec.partition_by, affected)}, false) limit 5"
     )
     if outside:
-        raise _source_changed(spec, [tuple(row) for row in outside])
+        raise _refused(sql, spec, commit_id, [tuple(row) for row in outside])
 
 
-def _source_changed(spec: UpsertSpec, partitions: list[tuple]) -> UpsertError:
-    """The error of a commit whose source gave rows for `partitions` (values) after the
-    partitions to merge were listed."""
+def _refused(sql: Sql, spec: UpsertSpec, commit_id: str, partitions: list[tuple]) -> UpsertError:
+    """Drop what the commit wrote (nothing reads it; a rerun under the same commit id, a
+    clock behind the last commit, must not add to it) and return the error of a commit
+    whose source gave rows for `partitions` (values) after the partitions were listed."""
+    written = [
+        row[0]
+        for version in (commit_id, tombstone_version(commit_id))
+        for row in sql(f"show partitions {spec.versions} {partition_spec([VERSION], [version])}")
+    ]
+    if written:
+        specs = ", ".join(
+            partition_spec([*spec.partition_by, VERSION], path_values(path)) for path in written
+        )
+        sql(f"alter table {spec.versions} drop if exists {specs}")
     return UpsertError(
         f"Upsert into {spec.target}: its source changed while it was read (rows for"
         f" partitions {partitions[:5]} appeared after the partitions to merge were listed;"
