@@ -159,7 +159,9 @@ class TestSnapshotPartitionedByText(SessionTarget):
 
     def test_an_empty_partition_value_is_refused_with_the_fix(self, project):
         failed = run_dbt(["snapshot"], expect_pass=False)
-        assert "rows hold '' in a partition_by column (region)" in failed[0].message
+        assert "rows hold '' in a partition_by column the snapshot compares (region)" in (
+            failed[0].message
+        )
         assert "nullif(<column>, '')" in failed[0].message
         for _ in range(2):  # the fix the error names: the second run changes nothing
             run_dbt(["snapshot", "--vars", "region: nullif('', '')"])

@@ -129,14 +129,23 @@
 {% macro dynamic_spark_snapshot_commit(rows_relation, target_relation, columns) %}
     {#-- Rows sharing a dbt_scd_id would be merged into one: refuse them, as MERGE does.
          A partition value '' is stored as NULL (Spark keeps both in one partition), so
-         the next run's staging, comparing the source's '' with it, would take the row
-         for changed or its key for gone: refuse it too, in the same query. --#}
+         where the next run's staging compares the column (unique_key, or check_cols of
+         the check strategy), it would take the row for changed or its key for gone:
+         refuse it too, in the same query. --#}
     {%- set scd_id = adapter.quote(columns.dbt_scd_id) -%}
     {%- set partition_by = config.get('partition_by') or [] -%}
     {%- set partition_by = [partition_by] if partition_by is string else partition_by -%}
+    {%- set keys = config.get('unique_key') or [] -%}
+    {%- set keys = ([keys] if keys is string else keys) | map('lower') | list -%}
+    {%- set check_cols = config.get('check_cols') or [] -%}
+    {%- set checked = check_cols if check_cols is not string else [check_cols] -%}
+    {%- set checked = checked | map('lower') | list -%}
     {%- set empty_checks = [] -%}
     {%- for column in partition_by -%}
-        {%- do empty_checks.append("cast(" ~ adapter.quote(column) ~ " as string) = ''") -%}
+        {%- if column | lower in keys or (config.get('strategy') == 'check'
+                and ('all' in checked or column | lower in checked)) -%}
+            {%- do empty_checks.append("cast(" ~ adapter.quote(column) ~ " as string) = ''") -%}
+        {%- endif -%}
     {%- endfor -%}
     {%- set found = run_query(
         'select count(*) - count(distinct ' ~ scd_id ~ '), count_if('
@@ -152,9 +161,9 @@
     {%- if empty > 0 -%}
         {%- do exceptions.raise_compiler_error(
             "Snapshot " ~ target_relation ~ ": " ~ empty ~ " rows hold '' in a partition_by"
-            ~ " column (" ~ partition_by | join(', ') ~ "), which Spark stores as NULL: the next"
-            ~ " run would take them for changed. Select nullif(<column>, '') (or another value)"
-            ~ " in the snapshot's query.") -%}
+            ~ " column the snapshot compares (" ~ partition_by | join(', ') ~ "), which Spark"
+            ~ " stores as NULL: the next run would take them for changed. Select"
+            ~ " nullif(<column>, '') (or another value) in the snapshot's query.") -%}
     {%- endif -%}
     {%- set options = {
         'strategy': 'upsert',
