@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dynamic_ddl import steps
+from dynamic_ddl.ingest import parse
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.ingest.ledger import file_checksum
 
@@ -389,6 +390,35 @@ def test_lines_appended_while_a_batch_reads_its_file_are_taken_once(spark, tmp_p
             with open(path, "ab") as appending:
                 appending.write(b'{"id": 3}\n')
 
+    with steps.listening(producer):
+        (first,) = ingest(spark, schema, tmp_path)
+    assert (first.input_lines, first.raw_rows) == (2, 2)
+    (second,) = ingest(spark, schema, tmp_path)
+    assert (second.input_lines, second.raw_rows) == (1, 1)
+    lines = spark.table(f"{schema}.raw_feed").select("id", "_line_number").collect()
+    assert sorted(map(tuple, lines)) == [(1, 1), (2, 2), (3, 3)]
+    assert_every_line_accounted_for(spark, schema)
+
+
+def test_a_line_appended_after_spark_listed_its_file_is_taken_once(spark, tmp_path, monkeypatch):
+    # After Spark lists a file, an append still brings one line: Hadoop's reader reads the
+    # line that starts at the listed end. The race, made certain: the line is appended
+    # before the batch is staged, and the size check right after the listing is told the
+    # scan's size. The batch is staged again, the grown file read to the scan's last line.
+    schema = "hostile_appended_after_listing"
+    path = write_lines(tmp_path, "a.json", ['{"id": 1}', '{"id": 2}'])
+    scanned, checked = path.stat().st_size, []
+
+    def size_at_listing(name: str) -> int | None:
+        checked.append(name)
+        return scanned if len(checked) == 1 else path.stat().st_size
+
+    def producer(reached: str) -> None:
+        if reached == "raw.stage_batch":
+            with open(path, "ab") as appending:
+                appending.write(b'{"id": 3}\n')
+
+    monkeypatch.setattr(parse, "_size_now", size_at_listing)
     with steps.listening(producer):
         (first,) = ingest(spark, schema, tmp_path)
     assert (first.input_lines, first.raw_rows) == (2, 2)

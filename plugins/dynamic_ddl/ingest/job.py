@@ -75,6 +75,7 @@ from dynamic_ddl.ingest.parse import (
     RECORD,
     empty_strings_as_text,
     exact_numbers,
+    grown_since_scan,
     infer_schema,
     parse_schema,
 )
@@ -110,6 +111,8 @@ from dynamic_ddl.sql_text import partition_spec, quoted_identifier, quoted_table
 # Progress of long runs, for whoever watches `dbt run` (bridged into dbt's log by
 # adapter/python_jobs.py) or calls ingest_topic with logging configured.
 PROGRESS = logging.getLogger("dynamic_ddl.ingest")
+# Stagings of a batch whose files grow while they are read, before the run gives up.
+STAGE_ATTEMPTS = 3
 
 SUMMARY_COLUMNS = (
     "topic string, batch_id string, files bigint, input_lines bigint, raw_rows bigint, "
@@ -332,18 +335,31 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         source, empty_objects_nulled(parsed_hidden), times_as_iso(source, topic, settled_times)
     )
     steps.reached("raw.stage_batch")
-    parsed, counts, carried, misfits = stage_batch(
-        spark,
-        settings,
-        list(batch.files),
-        links,
-        source,
-        staging,
-        new_paths,
-        checks,
-        discards,
-        rewrite,
-    )
+    for attempt in range(1, STAGE_ATTEMPTS + 1):
+        parsed, counts, carried, misfits = stage_batch(
+            spark,
+            settings,
+            list(batch.files),
+            links,
+            source,
+            staging,
+            new_paths,
+            checks,
+            discards,
+            rewrite,
+        )
+        # A file appended to after Spark listed it gives its first new line too (Hadoop
+        # reads the line starting at the listed end): staged again, a file grown since
+        # the scan is read to the scan's last line (parse.read_text_lines).
+        lines, scanned = counts.accepted + counts.rejected, sum(f.line_count for f in batch.files)
+        if lines <= scanned or not grown_since_scan(batch.files):
+            break
+        if attempt == STAGE_ATTEMPTS:
+            raise RuntimeError(
+                f"{settings.table}: batch {batch.batch_id}'s files kept growing while it read"
+                f" them ({lines:,} lines read, {scanned:,} scanned): it stays pending, and the"
+                " next run takes them as they are then."
+            )
     timed = {path for path in timestamps if carried.get(path, 0) and not misfits[path]}
     as_text |= {path: TimestampType() for path in timed}  # parsed as text already
     PROGRESS.info(

@@ -318,12 +318,11 @@ def read_text_lines(
     read = spark.read.text([glob_escaped(f) for f in files])
     if scanned is None:
         return _text_lines(read, local_path(F.col("_metadata.file_path")))
-    # After the listing above: a size unchanged since the scan is the size Spark reads.
-    grown = {f.path for f in scanned if _size_now(f.path) != f.size}
+    # After the listing above: a size unchanged since the scan is the size Spark lists
+    # (an append after this still brings one line: stage_batch's caller stages again).
+    grown = grown_since_scan(scanned)
     for path in sorted(grown):
-        PROGRESS.warning(
-            f"{path} grew while its batch read it: its new lines are left for the next"
-        )
+        PROGRESS.warning(f"{path} changed since it was scanned: read to the scan's last line")
     name = F.col("_metadata.file_name")
     last = [f.first_line + f.line_count - 1 if f.path in grown else None for f in scanned]
     lines = _text_lines(read, by_position([f.path for f in scanned], name)).select(
@@ -353,6 +352,11 @@ def _text_lines(read: DataFrame, source: Column) -> DataFrame:
         F.lit(None).cast("bigint").alias(LINE_NUMBER),
         F.col("value").alias("line"),
     )
+
+
+def grown_since_scan(scanned: Sequence[InboxFile]) -> set[str]:
+    """The paths of the files whose size changed since the ledger's scan (or gone)."""
+    return {f.path for f in scanned if _size_now(f.path) != f.size}
 
 
 def _size_now(path: str) -> int | None:
