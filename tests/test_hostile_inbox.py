@@ -377,13 +377,10 @@ def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
     assert (changed.input_lines, changed.raw_rows) == (1, 1)
 
 
-@pytest.mark.parametrize("step", ["raw.record_pending", "raw.infer_schema"])
-def test_lines_appended_while_a_batch_reads_its_file_are_taken_once(spark, tmp_path, step):
-    # A producer appends while the batch runs: after the scan (which recorded the size
-    # and the lines the ledger accounts for) and before Spark lists the file, or after.
-    # Spark read the new line too, and the next run took it again as the file's growth.
-    schema = f"hostile_appended_{step.split('.')[1]}"
-    path = write_lines(tmp_path, "a.json", ['{"id": 1}', '{"id": 2}'])
+def _appended_at(spark, schema: str, inbox: Path, step: str) -> None:
+    """Ingest a 2-line file of `inbox` into `schema` while a producer appends a third line
+    at `step`; then again: each line must be taken once, the third by the second run."""
+    path = write_lines(inbox, "a.json", ['{"id": 1}', '{"id": 2}'])
 
     def producer(reached: str) -> None:
         if reached == step:
@@ -391,13 +388,21 @@ def test_lines_appended_while_a_batch_reads_its_file_are_taken_once(spark, tmp_p
                 appending.write(b'{"id": 3}\n')
 
     with steps.listening(producer):
-        (first,) = ingest(spark, schema, tmp_path)
+        (first,) = ingest(spark, schema, inbox)
     assert (first.input_lines, first.raw_rows) == (2, 2)
-    (second,) = ingest(spark, schema, tmp_path)
+    (second,) = ingest(spark, schema, inbox)
     assert (second.input_lines, second.raw_rows) == (1, 1)
     lines = spark.table(f"{schema}.raw_feed").select("id", "_line_number").collect()
     assert sorted(map(tuple, lines)) == [(1, 1), (2, 2), (3, 3)]
     assert_every_line_accounted_for(spark, schema)
+
+
+@pytest.mark.parametrize("step", ["raw.record_pending", "raw.infer_schema"])
+def test_lines_appended_while_a_batch_reads_its_file_are_taken_once(spark, tmp_path, step):
+    # A producer appends while the batch runs: after the scan (which recorded the size
+    # and the lines the ledger accounts for) and before Spark lists the file. Spark read
+    # the new line too, and the next run took it again as the file's growth.
+    _appended_at(spark, f"hostile_appended_{step.split('.')[1]}", tmp_path, step)
 
 
 def test_a_line_appended_after_spark_listed_its_file_is_taken_once(spark, tmp_path, monkeypatch):
@@ -405,28 +410,14 @@ def test_a_line_appended_after_spark_listed_its_file_is_taken_once(spark, tmp_pa
     # line that starts at the listed end. The race, made certain: the line is appended
     # before the batch is staged, and the size check right after the listing is told the
     # scan's size. The batch is staged again, the grown file read to the scan's last line.
-    schema = "hostile_appended_after_listing"
-    path = write_lines(tmp_path, "a.json", ['{"id": 1}', '{"id": 2}'])
-    scanned, checked = path.stat().st_size, []
+    real, checked = parse._size_now, []
 
-    def size_at_listing(name: str) -> int | None:
-        checked.append(name)
-        return scanned if len(checked) == 1 else path.stat().st_size
-
-    def producer(reached: str) -> None:
-        if reached == "raw.stage_batch":
-            with open(path, "ab") as appending:
-                appending.write(b'{"id": 3}\n')
+    def size_at_listing(path: str) -> int | None:
+        checked.append(path)
+        return (real(path) or 0) - len(b'{"id": 3}\n') if len(checked) == 1 else real(path)
 
     monkeypatch.setattr(parse, "_size_now", size_at_listing)
-    with steps.listening(producer):
-        (first,) = ingest(spark, schema, tmp_path)
-    assert (first.input_lines, first.raw_rows) == (2, 2)
-    (second,) = ingest(spark, schema, tmp_path)
-    assert (second.input_lines, second.raw_rows) == (1, 1)
-    lines = spark.table(f"{schema}.raw_feed").select("id", "_line_number").collect()
-    assert sorted(map(tuple, lines)) == [(1, 1), (2, 2), (3, 3)]
-    assert_every_line_accounted_for(spark, schema)
+    _appended_at(spark, "hostile_appended_after_listing", tmp_path, "raw.stage_batch")
 
 
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
