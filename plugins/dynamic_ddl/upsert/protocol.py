@@ -318,11 +318,7 @@ def _refused(sql: Sql, spec: UpsertSpec, commit_id: str, partitions: list[tuple]
         for version in (commit_id, tombstone_version(commit_id))
         for row in sql(f"show partitions {spec.versions} {partition_spec([VERSION], [version])}")
     ]
-    if written:
-        specs = ", ".join(
-            partition_spec([*spec.partition_by, VERSION], path_values(path)) for path in written
-        )
-        sql(f"alter table {spec.versions} drop if exists {specs}")
+    _drop_stored(sql, spec, written)
     return UpsertError(
         f"Upsert into {spec.target}: its source changed while it was read (rows for"
         f" partitions {partitions[:5]} appeared after the partitions to merge were listed;"
@@ -453,12 +449,17 @@ def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) 
         for path, partition, version in stored_versions(sql, spec)
         if (partition, version.removesuffix(TOMBSTONES)) not in retained
     ]
-    if stale:
+    _drop_stored(sql, spec, stale)
+    return len(stale)
+
+
+def _drop_stored(sql: Sql, spec: UpsertSpec, paths: list[str]) -> None:
+    """Drop the version store's partitions at `paths` (as `show partitions` names them)."""
+    if paths:
         specs = ", ".join(
-            partition_spec([*spec.partition_by, VERSION], path_values(path)) for path in stale
+            partition_spec([*spec.partition_by, VERSION], path_values(path)) for path in paths
         )
         sql(f"alter table {spec.versions} drop if exists {specs}")
-    return len(stale)
 
 
 def stored_versions(sql: Sql, spec: UpsertSpec) -> list[tuple[str, str, str]]:
