@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import itertools
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dynamic_ddl.ingest.ledger import (
     CHUNK_BYTES,
@@ -182,3 +189,76 @@ def test_new_batch_ids_sort_after_every_batch_before_them():
     files = [_file(f"{n:05d}") for n in range(10_001)]
     ids = [b.batch_id for b in plan_batches(files, [], NOW, BatchLimits(max_files=1))]
     assert ids == sorted(ids) and len(set(ids)) == len(files)
+
+
+def _hadoop_lines(data: bytes) -> list[bytes]:
+    """The lines Spark's text reader gives: split at LF, CRLF or a bare CR."""
+    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    return lines[:-1] if data.endswith((b"\n", b"\r")) or not data else lines
+
+
+def _taken_by_each_run(tmp_path, versions: list[bytes]) -> list[dict[int, bytes]]:
+    """Each version of one inbox file scanned in turn, every scan committed: per scan,
+    the lines it takes by their line number (first_line on)."""
+    day = tmp_path / "t" / "dt=2026-11-01"
+    day.mkdir(parents=True, exist_ok=True)
+    path, ledger, taken = day / "log.json", [], []
+    for run, data in enumerate(versions):
+        path.write_bytes(data)
+        found = scan_inbox(tmp_path, "t", ledger)
+        lines = _hadoop_lines(data)
+        for f in found:
+            numbers = range(f.first_line, f.first_line + f.line_count)
+            taken.append({n: lines[n - 1] for n in numbers})
+            batch_id = f"20261121T{run:06d}Z-b"
+            ledger.append(
+                LedgerEntry(f.path, f.size, f.mtime, f.checksum, f.line_count, batch_id, COMMITTED)
+            )
+            ledger[-1] = dataclasses.replace(ledger[-1], first_line=f.first_line)
+    return taken
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=12).map(lambda b: b.translate(_FEW)), max_size=6))
+def test_a_file_appended_in_any_pieces_has_each_line_taken_and_retaken_only_if_cut(pieces):
+    """A producer appends bytes in any pieces (lines cut anywhere, CR, CRLF), a run scans
+    after each: every line of the final file is taken; a line is taken again only when
+    the run before took it cut (its fragment), and the last taking is the whole line."""
+    with tempfile.TemporaryDirectory() as folder:
+        versions = list(itertools.accumulate(pieces))
+        final = _hadoop_lines(versions[-1]) if versions else []
+        taken = _taken_by_each_run(Path(folder), versions)
+    last: dict[int, bytes] = {}
+    for run in taken:
+        for number, line in run.items():
+            assert number not in last or last[number] != final[number - 1], (number, taken)
+            last[number] = line
+    assert last == dict(enumerate(final, start=1))
+
+
+# Line ends, JSON punctuation and a letter: small alphabets find cut lines quickly.
+_FEW = bytes(range(256)).maketrans(bytes(range(256)), bytes(b"\n\r{}a"[i % 5] for i in range(256)))
+
+
+def test_a_file_truncated_and_written_again_is_followed_from_its_new_start(tmp_path):
+    # logrotate's copytruncate: the file is emptied and written again. The ledger compared
+    # it with its largest version, not its newest, so once it regrew to that size its
+    # new start was taken again (the newest version's line 1, twice).
+    versions = [b'{"id":1}\n{"id":2}\n', b'{"id":3}\n', b'{"id":3}\n{"id":4}\n']
+    assert _taken_by_each_run(tmp_path, versions) == [
+        {1: b'{"id":1}', 2: b'{"id":2}'},
+        {1: b'{"id":3}'},
+        {2: b'{"id":4}'},
+    ]
+
+
+def test_a_line_cut_by_a_scan_is_taken_again_whole_and_no_other(tmp_path):
+    # A scan caught the producer mid-line: the next run read the whole file again.
+    cut = [b'{"id":1}\n{"id":', b'{"id":1}\n{"id":2}\n{"id":3}\n']
+    assert _taken_by_each_run(tmp_path, cut) == [
+        {1: b'{"id":1}', 2: b'{"id":'},
+        {2: b'{"id":2}', 3: b'{"id":3}'},
+    ]
+    # A last line that was whole, only its line end came later, is not taken again.
+    whole = [b'{"id":1}', b'{"id":1}\n{"id":2}\n']
+    assert _taken_by_each_run(tmp_path / "b", whole) == [{1: b'{"id":1}'}, {2: b'{"id":2}'}]

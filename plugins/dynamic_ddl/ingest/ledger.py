@@ -13,11 +13,17 @@ read at all, so a run with no new files reads no data. Every other file is
 read once, here, for its checksum and its line count (the count the
 ingestion must account for: raw rows + quarantined lines).
 
-A file that grew by appending (its start is, byte for byte, a committed
-version that ended with a line end) is taken from its first new line on:
-`first_line` says where, and `line_count` counts only the new lines. Any
-other change makes the file a new file, read whole (gzip files included:
-their growth is not followed).
+A file that grew by appending (its start is, byte for byte, the newest
+committed version) is taken from its first new line on: `first_line` says
+where, and `line_count` counts only the new lines. A version whose last line
+had no line end yet (a producer caught mid-line) is followed too: when the
+appended bytes start with a line end, that line was whole and is not taken
+again; otherwise it was cut, and it is taken again whole (its fragment stays
+where the earlier batch put it, most often in quarantine). Any other change
+makes the file a new file, read whole (gzip files included: their growth is
+not followed). The newest version, not the largest, is the one a file grows
+from: a file truncated and written again (logrotate's `copytruncate`) is
+followed from its new start.
 """
 
 from __future__ import annotations
@@ -96,6 +102,9 @@ class Fingerprint(NamedTuple):
     prefix_checksum: str | None = None  # of the first `prefix_size` bytes, when asked
     prefix_lines: int = 0  # complete lines in those bytes (plain files only)
     prefix_ends_line: bool = False  # whether those bytes end with a line end
+    # Whether the byte right after them is a line end (their unterminated last line was
+    # whole, only its line end came later).
+    line_end_follows: bool = False
     holds_empty_string: bool = True  # whether `""` occurs in the (decoded) text
 
 
@@ -130,19 +139,21 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     unzip = Gunzip() if path.name.endswith(".gz") else None
     count, last = 0, b"\n"
     first_bytes, total = b"", 0  # the first decoded bytes, and how many there are
-    prefix: tuple[str, int, bool] | None = None
+    prefix: tuple[str, int, bool, bool] | None = None
     offset, empty = 0, False
     left = size if size is not None else float("inf")
     with open(path, "rb") as handle:
         while left > 0 and (chunk := handle.read(int(min(CHUNK_BYTES, left)))):
             left -= len(chunk)
-            if prefix_size is not None and prefix is None and offset + len(chunk) >= prefix_size:
+            # The chunk holding the byte after the prefix (a grown file has one).
+            if prefix_size is not None and prefix is None and offset + len(chunk) > prefix_size:
                 head = chunk[: prefix_size - offset]
                 at_boundary = digest.copy()
                 at_boundary.update(head)
                 ends = (head[-1:] if head else last) in (b"\n", b"\r")
                 lines = count + count_line_ends(head, after_cr=last == b"\r")
-                prefix = (at_boundary.hexdigest(), lines, ends)
+                follows = chunk[prefix_size - offset : prefix_size - offset + 1] in (b"\n", b"\r")
+                prefix = (at_boundary.hexdigest(), lines, ends, follows)
             offset += len(chunk)
             digest.update(chunk)
             text = chunk if unzip is None else unzip.feed(chunk)
@@ -198,10 +209,7 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
     A file grown by appending to its latest committed version is taken
     from its first new line (see the module docstring).
     """
-    committed: dict[str, LedgerEntry] = {}
-    for entry in ledger:  # per path, the latest (largest) committed version
-        if entry.state == COMMITTED and entry.size >= committed.get(entry.path, entry).size:
-            committed[entry.path] = entry
+    committed = newest_committed(ledger)
     found = []
     for path in topic_files(inbox, topic):
         before = committed.get(str(path))
@@ -211,8 +219,10 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
         grew = before is not None and stat.st_size > before.size
         facts = fingerprint(path, before.size if grew else None, stat.st_size)
         first_line = 1
-        if grew and facts.prefix_checksum == before.checksum and facts.prefix_ends_line:
-            first_line = facts.prefix_lines + 1
+        if grew and facts.prefix_checksum == before.checksum:
+            # Past the complete lines; past an unterminated one too if it was whole.
+            whole = not facts.prefix_ends_line and facts.line_end_follows
+            first_line = facts.prefix_lines + 1 + whole
         found.append(
             InboxFile(
                 str(path),
@@ -225,6 +235,24 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
             )
         )
     return found
+
+
+def newest_committed(entries: Iterable[LedgerEntry]) -> dict[str, LedgerEntry]:
+    """Per path, its newest committed version (the latest batch id): the one the file
+    is now, or grew from. Not the largest: a file truncated and written again
+    (logrotate's `copytruncate`) must be compared with what it held last.
+
+    Example:
+        >>> old = LedgerEntry("a", 18, 0.0, "c1", 2, "20261121T080000Z-1", COMMITTED)
+        >>> new = LedgerEntry("a", 9, 0.0, "c2", 1, "20261121T090000Z-2", COMMITTED)
+        >>> newest_committed([new, old])["a"].checksum
+        'c2'
+    """
+    newest: dict[str, LedgerEntry] = {}
+    for entry in entries:
+        if entry.state == COMMITTED and entry.batch_id >= newest.get(entry.path, entry).batch_id:
+            newest[entry.path] = entry
+    return newest
 
 
 def latest_entries(entries: Iterable[LedgerEntry]) -> dict[tuple[str, str], LedgerEntry]:
