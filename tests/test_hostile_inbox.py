@@ -420,6 +420,31 @@ def test_a_line_appended_after_spark_listed_its_file_is_taken_once(spark, tmp_pa
     _appended_at(spark, "hostile_appended_after_listing", tmp_path, "raw.stage_batch")
 
 
+@pytest.mark.parametrize(
+    "now", [['{"id": 9}'], ['{"id": 8}', '{"id": 9}']], ids=["truncated", "rewritten"]
+)
+def test_a_file_changed_while_its_batch_reads_it_commits_nothing(spark, tmp_path, now):
+    # Found by review: a file truncated (or rewritten, same size) after the scan and
+    # before Spark read it committed the scan's checksum and line count over the rows
+    # read; the next run took the file anew (its lines twice, the scanned ones never).
+    schema = f"hostile_changed_{len(now)}"
+    spark.sql(f"drop database if exists {schema} cascade")
+    path = write_lines(tmp_path, "a.json", ['{"id": 1}', '{"id": 2}'])
+
+    def producer(reached: str) -> None:
+        if reached == "raw.infer_schema":
+            write_lines(tmp_path, "a.json", now)
+
+    with steps.listening(producer), pytest.raises(RuntimeError, match="changed while it read"):
+        ingest(spark, schema, tmp_path)
+    (rerun,) = ingest(spark, schema, tmp_path)  # the pending batch, its file as it is now
+    assert (rerun.input_lines, rerun.raw_rows) == (len(now), len(now))
+    ids = spark.table(f"{schema}.raw_feed").select("id", "_line_number").collect()
+    assert sorted(map(tuple, ids)) == [(json.loads(line)["id"], n) for n, line in enumerate(now, 1)]
+    assert ingest(spark, schema, tmp_path) == [] and path.exists()
+    assert_every_line_accounted_for(spark, schema)
+
+
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
     """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):

@@ -73,6 +73,7 @@ from dynamic_ddl.ingest.ledger import (
 from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.ingest.parse import (
     RECORD,
+    changed_since_scan,
     empty_strings_as_text,
     exact_numbers,
     grown_since_scan,
@@ -360,6 +361,17 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
                 f" them ({lines:,} lines read, {scanned:,} scanned): it stays pending, and the"
                 " next run takes them as they are then."
             )
+    # A file rewritten or truncated between the scan and the read: the lines read are
+    # not those the ledger would record (found by review: a truncation committed the
+    # scan's checksum over fewer rows, and the next run took the file anew).
+    changed = changed_since_scan(batch.files)
+    if changed or lines != scanned:
+        raise RuntimeError(
+            f"{settings.table}: batch {batch.batch_id}'s files changed while it read them"
+            f" ({lines:,} lines read, {scanned:,} scanned; rewritten or truncated:"
+            f" {', '.join(changed) or 'none'}): it stays pending, and the next run takes"
+            " them as they are then."
+        )
     timed = {path for path in timestamps if carried.get(path, 0) and not misfits[path]}
     as_text |= {path: TimestampType() for path in timed}  # parsed as text already
     PROGRESS.info(

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
+from pathlib import Path
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -65,7 +66,7 @@ from pyspark.sql.types import (
 )
 
 from dynamic_ddl.ingest.inbox_links import by_position
-from dynamic_ddl.ingest.ledger import InboxFile
+from dynamic_ddl.ingest.ledger import InboxFile, fingerprint
 from dynamic_ddl.schema.flatten import (
     deeper_than,
     holds_struct,
@@ -357,6 +358,25 @@ def _text_lines(read: DataFrame, source: Column) -> DataFrame:
 def grown_since_scan(scanned: Sequence[InboxFile]) -> set[str]:
     """The paths of the files whose size changed since the ledger's scan (or gone)."""
     return {f.path for f in scanned if _size_now(f.path) != f.size}
+
+
+def changed_since_scan(scanned: Sequence[InboxFile]) -> list[str]:
+    """The paths of the files whose scanned bytes are no longer what the scan hashed
+    (rewritten, truncated or gone since; an append alone keeps them): lines read from
+    them may not be the lines the ledger accounts for. Only a file whose size or
+    modification time changed is read again."""
+    changed = []
+    for f in scanned:
+        try:
+            stat = os.stat(f.path)
+        except FileNotFoundError:
+            changed.append(f.path)
+            continue
+        if (stat.st_size, stat.st_mtime) == (f.size, f.mtime):
+            continue
+        if stat.st_size < f.size or fingerprint(Path(f.path), size=f.size).checksum != f.checksum:
+            changed.append(f.path)
+    return changed
 
 
 def _size_now(path: str) -> int | None:
