@@ -445,6 +445,28 @@ def test_a_file_changed_while_its_batch_reads_it_commits_nothing(spark, tmp_path
     assert_every_line_accounted_for(spark, schema)
 
 
+def test_a_file_name_that_is_not_utf8_is_named_in_a_warning_and_stops_nothing(
+    spark, tmp_path, caplog
+):
+    # Found by review: a Latin-1 name (from an SMB or FTP upload) stopped every run of
+    # the topic before any batch, its other files with it. Spark cannot open such a name;
+    # the file stays in the inbox, named in a warning at each run until it is renamed.
+    schema = "hostile_latin1_name"
+    spark.sql(f"drop database if exists {schema} cascade")
+    write_lines(tmp_path, "ok.json", ['{"id": 1}'])
+    latin1 = write_lines(tmp_path, b"caf\xe9.json".decode(errors="surrogateescape"), ['{"id": 2}'])
+    with caplog.at_level("WARNING", logger="dynamic_ddl.ingest"):
+        (first,) = ingest(spark, schema, tmp_path)
+    assert (first.input_lines, first.raw_rows) == (1, 1)
+    assert "caf\\udce9.json' is left in the inbox, not read" in caplog.text
+    latin1.rename(latin1.with_name("café.json"))
+    (renamed,) = ingest(spark, schema, tmp_path)
+    assert (renamed.input_lines, renamed.raw_rows) == (1, 1)
+    ids = spark.table(f"{schema}.raw_feed").select("id").collect()
+    assert sorted(row.id for row in ids) == [1, 2]
+    assert_every_line_accounted_for(spark, schema)
+
+
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
     """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):

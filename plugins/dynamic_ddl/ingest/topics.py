@@ -25,6 +25,7 @@ its raw model is generated from this entry (raw_models.py, `make topics`).
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,6 +252,23 @@ def is_hidden(relative: Path) -> bool:
     return any(part.startswith((".", "_")) for part in relative.parts)
 
 
+def readable_name(path: Path) -> bool:
+    r"""Whether a path is text Spark can open: a name that is not UTF-8 comes from the
+    file system as surrogate escapes, which neither the JVM nor a table can hold.
+
+    Example:
+        >>> readable_name(Path("dt=2026-11-01/caf\u00e9.json"))
+        True
+        >>> readable_name(Path(b"caf\xe9.json".decode(errors="surrogateescape")))
+        False
+    """
+    try:
+        str(path).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def topic_files(inbox: Path, topic: str) -> list[Path]:
     """The JSON-lines files of a topic, sorted; raises InboxError when there are none.
 
@@ -265,13 +283,20 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     )
     if not folder.is_dir():
         raise InboxError(f"Inbox folder {folder} for topic '{topic}' does not exist. {fix}")
-    files = sorted(
+    found = sorted(
         path
         for path in folder.rglob("*")
         if path.is_file()
         and path.name.endswith(JSON_SUFFIXES)
         and not is_hidden(path.relative_to(folder))
     )
+    files = [path for path in found if readable_name(path)]
+    for path in found:
+        if not readable_name(path):  # found by review: it stopped the topic's every run
+            logging.getLogger("dynamic_ddl.ingest").warning(
+                f"{ascii(str(path))} is left in the inbox, not read: its name is not UTF-8,"
+                " which Spark cannot open. Rename it (e.g. `convmv -f latin1 -t utf8`)."
+            )
     if not files:
         raise InboxError(f"Inbox folder {folder} for topic '{topic}' holds no JSON files. {fix}")
     return files
