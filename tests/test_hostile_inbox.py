@@ -467,6 +467,63 @@ def test_a_file_name_that_is_not_utf8_is_named_in_a_warning_and_stops_nothing(
     assert_every_line_accounted_for(spark, schema)
 
 
+def test_grown_files_read_together_keep_their_line_numbers_while_one_grows(
+    spark, tmp_path, monkeypatch
+):
+    # Found by review: the lines of grown files were numbered by a Spark job of their own,
+    # then read again by the staging job. A line appended in between to the file read
+    # first in a task (one that grew since the scan, so bounded to its scanned lines)
+    # shifted the next file's lines by one: when that one grew since the scan too, its
+    # committed line 2 was taken again as line 3, its line 4 never, the count unchanged.
+    schema = "hostile_grown_together"
+    spark.sql(f"drop database if exists {schema} cascade")
+    # Four small files: Spark packs them two to a task, the largest first.
+    names = [f"f{n}.json" for n in range(4)]
+    pad = ["x" * 40, "", "", ""]
+    texts = {
+        name: [f'{{"id": {10 * n + i}, "p": "{pad[n]}"}}' for i in (1, 2)]
+        for n, name in enumerate(names)
+    }
+    for name, lines in texts.items():
+        write_lines(tmp_path, name, lines)
+    ingest(spark, schema, tmp_path)
+    for n, name in enumerate(names):
+        texts[name] += [f'{{"id": {10 * n + i}, "p": "{pad[n]}"}}' for i in (3, 4)]
+        write_lines(tmp_path, name, texts[name])
+    first = tmp_path / "feed" / names[0]
+    appended = ['{"id": 5}', '{"id": 6}']
+
+    def producer(reached: str) -> None:  # after the scan: f0, f1 read to their scanned lines
+        if reached == "raw.infer_schema":
+            with open(first, "a") as appending:
+                appending.write(appended[0] + "\n")
+            with open(tmp_path / "feed" / names[1], "a") as appending:
+                appending.write('{"id": 15}\n')
+
+    real = parse.line_pieces
+
+    def appending_after(lines):  # where the old code numbered grown files apart
+        pieces = real(lines)
+        if appended[1:]:
+            with open(first, "a") as appending:
+                appending.write(appended.pop() + "\n")
+        return pieces
+
+    monkeypatch.setattr(parse, "line_pieces", appending_after)
+    with steps.listening(producer):
+        ingest(spark, schema, tmp_path)
+    ingest(spark, schema, tmp_path)  # f0's appended lines
+    rows = spark.table(f"{schema}.raw_feed").select("_source_file", "_line_number", "id")
+    taken = sorted((Path(r[0]).name, r[1], r[2]) for r in rows.collect())
+    in_files = [
+        (name, number, json.loads(line)["id"])
+        for name in names
+        for number, line in enumerate((tmp_path / "feed" / name).read_text().splitlines(), 1)
+    ]
+    assert taken == sorted(in_files) and len(in_files) > 16
+    assert_every_line_accounted_for(spark, schema)
+
+
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
     """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):
