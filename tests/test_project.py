@@ -849,6 +849,22 @@ def test_unreachable_thrift_target_names_the_fix(tmp_path, cli_env):
     assert "make thrift-up" in result.stdout
 
 
+def test_a_profile_time_zone_other_than_utc_names_the_fix(tmp_path, cli_env):
+    # Found by review: a profile's zone applied to SQL models only (Python models run in
+    # UTC), so landing days missed the raw rows of their UTC `_event_date`.
+    profile = (PROJECT_ROOT / "profiles" / "profiles.yml").read_text()
+    (tmp_path / "profiles.yml").write_text(
+        profile.replace("spark.sql.session.timeZone: UTC", "spark.sql.session.timeZone: EST5EDT")
+    )
+    command = [str(DBT), "debug", "--target", "thrift", "--project-dir", str(PROJECT_ROOT)]
+    env = {**cli_env, "SPARK_PORT": "1"}
+    result = subprocess.run(
+        [*command, "--profiles-dir", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True
+    )
+    assert result.returncode != 0
+    assert b"timeZone to 'EST5EDT', but dynamic_ddl computes every day in UTC" in result.stdout
+
+
 def test_pivot_model_renders_without_a_warehouse(tmp_path, cli_env):
     """dbt parse (no Spark reachable) and the linter both render the pivot model,
     the same way every time, with its default keys."""

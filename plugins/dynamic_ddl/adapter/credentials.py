@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+from dbt_common.exceptions import DbtRuntimeError
 
 from dynamic_ddl import pii, spark_conf
 
@@ -44,9 +45,10 @@ class DynamicSparkCredentials(SparkCredentials):
             self.host = "localhost"  # dbt-spark requires a host, a session has none
         super().__post_init__()
         self.server_side_parameters["spark.sql.ansi.enabled"] = ansi.lower()
-        # Every target in UTC unless a profile says otherwise: raw `_event_date`,
-        # commit times and `_ingested_at` are UTC, and a day must mean the same day.
-        self.server_side_parameters.setdefault("spark.sql.session.timeZone", "UTC")
+        # Every target in UTC: raw `_event_date`, commit times and `_ingested_at` are UTC
+        # (Python models always run in UTC), and a day must mean the same day in SQL.
+        zone = self.server_side_parameters.setdefault("spark.sql.session.timeZone", "UTC")
+        check_utc(str(zone))
         if self.method == SparkConnectionMethod.SESSION:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # bind the embedded JVM locally
             state = (
@@ -85,3 +87,32 @@ class DynamicSparkCredentials(SparkCredentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         return (*super()._connection_keys(), "state_dir", "connect_url")
+
+
+# The names Spark takes for UTC that a profile is likely to write.
+UTC_NAMES = {"utc", "etc/utc", "gmt", "z", "+00:00", "utc+00:00"}
+
+
+def check_utc(zone: str) -> None:
+    """Refuse a profile's session time zone other than UTC, naming the fix.
+
+    Found by review: a profile's zone applied to SQL models only, so a landing
+    model's days (in that zone) missed the raw rows of their `_event_date`
+    (UTC), and incremental days differed from a build from scratch.
+
+    Example:
+        >>> check_utc("UTC"), check_utc("Etc/UTC")
+        (None, None)
+        >>> check_utc("America/New_York")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dbt_common.exceptions.base.DbtRuntimeError: Runtime Error
+          server_side_parameters sets spark.sql.session.timeZone to 'America/New_York'...
+    """
+    if zone.strip().lower() not in UTC_NAMES:
+        raise DbtRuntimeError(
+            f"server_side_parameters sets spark.sql.session.timeZone to {zone!r}, but"
+            " dynamic_ddl computes every day in UTC (raw _event_date, commit times), and"
+            " Python models always run in UTC: remove the setting, or set it to UTC."
+            " Convert times for display in a model instead (from_utc_timestamp)."
+        )
