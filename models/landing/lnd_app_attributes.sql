@@ -19,6 +19,7 @@
 
 {%- set raw = ref('raw_app_attributes') -%}
 {%- set batches = unseen_batch_filters(raw) -%}
+{%- set id = exact_column(raw, 'id', 'string', 'raw_app_attributes') -%}
 {#- Every raw record of the (id, log_ts) the unseen batches touch, typed and bucketed. -#}
 {%- set attribute_rows -%}
     (
@@ -26,11 +27,11 @@
 
         typed_records as (
             select
-                raw_app_attributes.id,
-                {{ event_timestamp('raw_app_attributes.log_ts', 'app_attributes') }} as log_ts,
-                cast(pmod(xxhash64(raw_app_attributes.id), 8) as int) as id_bucket,
-                raw_app_attributes.record_key,
-                raw_app_attributes.record_value,
+                {{ id }} as id,
+                {{ event_timestamp(exact_column(raw, 'log_ts', 'string', 'raw_app_attributes'), 'app_attributes') }} as log_ts,
+                cast(pmod(xxhash64({{ id }}), 8) as int) as id_bucket,
+                {{ exact_column(raw, 'record_key', 'string', 'raw_app_attributes') }} as record_key,
+                {{ exact_column(raw, 'record_value', 'string', 'raw_app_attributes') }} as record_value,
                 raw_app_attributes._batch_id,
                 raw_app_attributes._source_file,
                 raw_app_attributes._line_number,

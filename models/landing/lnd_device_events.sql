@@ -15,6 +15,8 @@
 ) }}
 
 {%- set raw = ref('raw_device_events') %}
+{#- The event time as sent: its column, or the text its type could not hold. #}
+{%- set logged_at = exact_column(raw, 'data_log_ts', 'string', 'raw_events') %}
 
 with
 
@@ -29,15 +31,15 @@ raw_events as (
 typed as (
 
     select
-        raw_events.data_event_id as event_id,
-        raw_events.data_event_type as event_type,
-        raw_events.data_device_serial as serial,
-        raw_events.data_device_model as device_model,
-        raw_events.data_device_firmware as firmware,
-        raw_events.data_country as country,
+        {{ exact_column(raw, 'data_event_id', 'string', 'raw_events') }} as event_id,
+        {{ exact_column(raw, 'data_event_type', 'string', 'raw_events') }} as event_type,
+        {{ exact_column(raw, 'data_device_serial', 'string', 'raw_events') }} as serial,
+        {{ exact_column(raw, 'data_device_model', 'string', 'raw_events') }} as device_model,
+        {{ exact_column(raw, 'data_device_firmware', 'string', 'raw_events') }} as firmware,
+        {{ exact_column(raw, 'data_country', 'string', 'raw_events') }} as country,
         {{ exact_column(raw, 'data_record_id', 'string', 'raw_events') }} as user_id,
-        raw_events.data_record_email as email,
-        raw_events.data_ip as ip_address,
+        {{ exact_column(raw, 'data_record_email', 'string', 'raw_events') }} as email,
+        {{ exact_column(raw, 'data_ip', 'string', 'raw_events') }} as ip_address,
         {{ exact_column(raw, 'data_device_battery_level_pct', 'int', 'raw_events') }} as battery_level_pct,
         {{ exact_column(raw, 'data_device_battery_temperature_c', 'double', 'raw_events') }} as battery_temperature_c,
         {{ exact_column(raw, 'data_device_battery_charging', 'boolean', 'raw_events') }} as battery_charging,
@@ -46,8 +48,8 @@ typed as (
         coalesce(
             {{ exact_column(raw, 'data_event_revision', 'int', 'raw_events') }}, 1
         ) as event_revision,
-        {{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as logged_at,
-        cast({{ event_timestamp('raw_events.data_log_ts', 'device_events') }} as date) as event_date,
+        {{ event_timestamp(logged_at, 'device_events') }} as logged_at,
+        cast({{ event_timestamp(logged_at, 'device_events') }} as date) as event_date,
         raw_events._batch_id,
         raw_events._source_file,
         raw_events._line_number

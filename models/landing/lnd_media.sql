@@ -60,8 +60,8 @@ winning_media as (
     select
         changed_events.event_id,
         raw_media._index as media_index,
-        raw_media.data_media_media_id as media_id,
-        raw_media.data_media_type as media_type,
+        {{ exact_column(media, 'data_media_media_id', 'string', 'raw_media') }} as media_id,
+        {{ exact_column(media, 'data_media_type', 'string', 'raw_media') }} as media_type,
         {{ exact_column(media, 'data_media_duration_s', 'double', 'raw_media') }} as duration_s,
         {{ exact_column(media, 'data_media_size_bytes', 'bigint', 'raw_media') }} as size_bytes,
         changed_events.event_date,

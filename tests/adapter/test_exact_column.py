@@ -6,6 +6,7 @@ the same value either way, or an incremental landing table differs from its reco
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from dbt.tests.util import run_dbt
 
 from dynamic_ddl.ingest.job import ingest_topic
 from tests.adapter.targets import WithProjectMacros
+from tests.conftest import PROJECT_ROOT
 from tests.test_hostile_inbox import TOPIC, write_lines
 
 # Two attributes of one feed, each first sent as integers (bigint columns), then: only
@@ -116,3 +118,20 @@ class TestExactColumn(WithProjectMacros):
         assert mixed["9007199254740993"][1] == 9007199254740993  # exact in bigint
         numbers = self._read(project, "batches", "numbers")
         assert numbers[5] == (None, None, 1.5e300, True)  # beyond an int: NULL, not a failure
+
+
+@pytest.mark.parametrize(
+    "model", sorted((PROJECT_ROOT / "models" / "landing").glob("*.sql")), ids=lambda p: p.stem
+)
+def test_landing_models_read_every_raw_data_column_with_its_text_companion(model):
+    """Found by review: landing models read ids, serials, firmware, countries, keys and
+    event times from the column alone. Once a batch brought text where the first sent
+    numbers (firmware 3, then "3.1.0"), the value sat in the companion, the column held
+    NULL, and the event was dropped or grouped under NULL batch by batch, not from
+    scratch. So no raw data column is read directly (`raw_<alias>.<column>`; lineage
+    columns start with `_`): exact_column reads it with its companion, as a build from
+    scratch reads the union column."""
+    text = model.read_text()
+    assert re.search(r"\bexact_column\(", text), model.name
+    direct = re.findall(r"\b(raw_\w+\.[a-z]\w*)", text)
+    assert direct == [], f"{model.name} reads {direct} without exact_column"
