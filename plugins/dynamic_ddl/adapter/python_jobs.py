@@ -141,8 +141,17 @@ def connect_mode(session: Any) -> Iterator[None]:
     pandas-on-Spark (and any code calling SparkSession.getActiveSession())
     finds its session this way; without it, it would start a local JVM.
     """
+    from pyspark import SparkContext
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    if SparkContext._active_spark_context is None:
+        # No classic session in this process (a dbt run on a server target): switched
+        # on for good. Switching it off again raced with dbt threads reading the
+        # environment (a unit test failed on KeyError 'SPARK_CONNECT_MODE_ENABLED').
+        os.environ[CONNECT_MODE_ENV] = "1"
+        ConnectSession._set_default_and_active_session(session)
+        yield
+        return
     users = _ConnectModeUsers
     with users.lock:
         if users.count == 0:
