@@ -16,6 +16,7 @@ from dynamic_ddl.ingest.topics import JSON_SUFFIXES
 # Keys chosen to collide, to look like paths, to need quoting, or to be long.
 TRICKY_KEYS = [
     "id",
+    "_corrupt_record",  # the name Spark's reader gives a line it cannot parse
     "ts",
     "a",
     "A",

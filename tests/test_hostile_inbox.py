@@ -524,6 +524,49 @@ def test_grown_files_read_together_keep_their_line_numbers_while_one_grows(
     assert_every_line_accounted_for(spark, schema)
 
 
+@pytest.mark.parametrize("finish", [b"2}\n", b"2}"], ids=["with_its_line_end", "without"])
+def test_a_line_finished_after_the_scan_is_taken_once(spark, tmp_path, finish):
+    # Found by review: the scan caught the producer mid-line (`{"id": `), the producer
+    # finished the line before Spark read the file, and Spark's reader reads a line to
+    # its end: the batch took `{"id": 2}` whole, its ledger entry ended mid-line, and
+    # the next run took the line again.
+    schema = f"hostile_finished_{len(finish)}"
+    spark.sql(f"drop database if exists {schema} cascade")
+    path = tmp_path / "feed" / "a.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"id": 1}\n{"id": ')
+
+    def producer(reached: str) -> None:
+        if reached == "raw.infer_schema":
+            with open(path, "ab") as appending:
+                appending.write(finish)
+
+    with steps.listening(producer):
+        (first,) = ingest(spark, schema, tmp_path)
+    assert (first.input_lines, first.raw_rows) == (2, 2)
+    assert ingest(spark, schema, tmp_path) == []  # nothing new: the line is taken
+    with open(path, "ab") as appending:
+        appending.write(b"\n" * (not finish.endswith(b"\n")) + b'{"id": 3}\n')
+    (third,) = ingest(spark, schema, tmp_path)
+    assert (third.input_lines, third.raw_rows) == (1, 1)
+    lines = spark.table(f"{schema}.raw_feed").select("id", "_line_number").collect()
+    assert sorted(map(tuple, lines)) == [(1, 1), (2, 2), (3, 3)]
+    assert_every_line_accounted_for(spark, schema)
+
+
+def test_a_key_named_as_the_readers_corrupt_record_field_is_a_key_like_any(spark, tmp_path):
+    # Found by review: the parser's corrupt-record field was `_corrupt_record`, so a key
+    # of that name was taken for it and its value dropped from an accepted line.
+    schema = "hostile_corrupt_record_key"
+    spark.sql(f"drop database if exists {schema} cascade")
+    write_lines(tmp_path, "a.json", ['{"id": 1, "_corrupt_record": "order 42 refunded"}'])
+    (summary,) = ingest(spark, schema, tmp_path)
+    assert (summary.raw_rows, summary.quarantined_lines) == (1, 0)
+    row = spark.table(f"{schema}.raw_feed").select("id", "corrupt_record").first()
+    assert tuple(row) == (1, "order 42 refunded")
+    assert_every_line_accounted_for(spark, schema)
+
+
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
     """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynamic_ddl.ingest.ledger import (
+    BOM,
     CHUNK_BYTES,
     COMMITTED,
     PENDING,
@@ -262,3 +263,21 @@ def test_a_line_cut_by_a_scan_is_taken_again_whole_and_no_other(tmp_path):
     # A last line that was whole, only its line end came later, is not taken again.
     whole = [b'{"id":1}', b'{"id":1}\n{"id":2}\n']
     assert _taken_by_each_run(tmp_path / "b", whole) == [{1: b'{"id":1}'}, {2: b'{"id":2}'}]
+
+
+def test_the_scan_notes_the_bytes_of_a_last_line_without_its_line_end(tmp_path):
+    # What a batch compares with Spark's read of that line (ledger.finished_since_scan).
+    cases = {
+        b'{"a": 1}\n{"b": ': 6,
+        b'{"a": 1}\n': 0,
+        b'{"a": 1}\r': 0,
+        b"abc": 3,
+        BOM + b'{"a"': 4,  # Spark's reader drops the mark from the first line
+        b"a\nb" + b"c" * CHUNK_BYTES: CHUNK_BYTES + 1,  # across chunks
+    }
+    for n, (data, cut) in enumerate(cases.items()):
+        (tmp_path / f"{n}.json").write_bytes(data)
+        assert fingerprint(tmp_path / f"{n}.json").cut_bytes == cut, data[:20]
+    with gzip.open(tmp_path / "z.json.gz", "wb") as handle:
+        handle.write(b'{"a": 1}\n{"b": ')
+    assert fingerprint(tmp_path / "z.json.gz").cut_bytes == 0  # growth is not followed

@@ -443,3 +443,24 @@ def test_a_timed_path_takes_a_timestamp_column_but_no_place_ahead_under_the_cap(
         "common": "string",
         "rare_time": "timestamp",
     }
+
+
+@pytest.mark.parametrize("mode", ["discard_value", "rescue"])
+def test_the_record_key_is_never_routed_so_child_rows_join_their_parent(spark, tmp_path, mode):
+    """Found by review: under a routing mode a record key of another type was routed (NULL
+    in raw, the value quarantined or in `_overflow`) while the child rows kept it as
+    their `_parent_` key. The key keeps its value beside its column, as under `evolve`."""
+    schema = f"modes_key_{mode}"
+    spark.sql(f"drop database if exists {schema} cascade")
+    write_lines(tmp_path, "1.json", ['{"id": 1, "ts": "2026-11-01", "items": [{"sku": "a"}]}'])
+    ingest(spark, schema, tmp_path, schema_mode=mode)
+    write_lines(tmp_path, "2.json", ['{"id": "A-2", "ts": "2026-11-02", "items": [{"sku": "b"}]}'])
+    ingest(spark, schema, tmp_path, schema_mode=mode)
+    joined = spark.sql(
+        f"select coalesce(cast(raw.id as string), raw.id__text) as id, child.items_sku"
+        f" from {schema}.raw_feed as raw join {schema}.raw_feed__items as child"
+        f" on child._parent_id = coalesce(cast(raw.id as string), raw.id__text)"
+    )
+    assert sorted(map(tuple, joined.collect())) == [("1", "a"), ("A-2", "b")]
+    assert spark.table(f"{schema}.raw_quarantined_values").count() == 0
+    assert_every_line_accounted_for(spark, schema)

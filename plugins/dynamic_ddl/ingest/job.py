@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -66,7 +67,9 @@ from dynamic_ddl.ingest.ledger import (
     COMMITTED,
     PENDING,
     Batch,
+    InboxFile,
     LedgerEntry,
+    finished_since_scan,
     plan_batches,
     scan_inbox,
 )
@@ -98,7 +101,7 @@ from dynamic_ddl.ingest.planning import (
     timestamp_text_paths,
 )
 from dynamic_ddl.ingest.raw_rows import BatchContext
-from dynamic_ddl.ingest.settings import IngestSettings
+from dynamic_ddl.ingest.settings import IngestSettings, dotted
 from dynamic_ddl.ingest.staging import stage_batch, staging_location
 from dynamic_ddl.ingest.tables import drop_batch_partitions, remove_local_dir
 from dynamic_ddl.ingest.topics import ConfigError, TopicConfig
@@ -257,8 +260,15 @@ def batches_to_ingest(settings: IngestSettings, entries: list[LedgerEntry]) -> l
     return plan_batches(scanned, entries, datetime.now(UTC), settings.batch_limits)
 
 
-def _record_ledger(spark: SparkSession, settings: IngestSettings, batch: Batch, state: str) -> None:
-    """Write the batch's ledger entries, in `state`: its partition of the ledger only."""
+def _record_ledger(
+    spark: SparkSession,
+    settings: IngestSettings,
+    batch: Batch,
+    state: str,
+    files: Sequence[InboxFile] | None = None,
+) -> None:
+    """Write the batch's ledger entries (of `files`, else the batch's as scanned), in
+    `state`: its partition of the ledger only."""
     entries = [
         LedgerEntry(
             f.path,
@@ -270,7 +280,7 @@ def _record_ledger(spark: SparkSession, settings: IngestSettings, batch: Batch, 
             state,
             first_line=f.first_line,
         )
-        for f in batch.files
+        for f in (batch.files if files is None else files)
     ]
     write_ledger_batch(spark, settings.bookkeeping.ledger, settings.topic.name, entries)
 
@@ -316,7 +326,10 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
     seen = {leaf.path: leaf.data_type.simpleString() for leaf in all_leaves(inferred)}
     # Where the modes send what would change the schema (none on a topic's first batch).
-    routes = plan_routes(topic.schema_modes, registry, new_paths | set(as_text))
+    # Never the record key: a child row's `_parent_` key must join its parent's (found by
+    # review: a routed key was NULL in raw and kept in the child rows).
+    record_key = {dotted(path) for path in topic.record_key}
+    routes = plan_routes(topic.schema_modes, registry, (new_paths | set(as_text)) - record_key)
     discards = row_discards(source, routes, new_paths, as_text)
     # New text paths become timestamp columns when every value is a time, ISO 8601 or
     # in a declared format (counted as misfits while parsing, like conflicts).
@@ -402,7 +415,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     steps.reached("raw.write_registry")
     _write_registry(spark, settings, registry, plans)
     steps.reached("raw.record_committed")
-    _record_ledger(spark, settings, batch, COMMITTED)
+    # A last line the scan found cut and Spark read finished is committed whole (found
+    # by review: the next run took it again).
+    read = counts.last_line_bytes
+    taken = [finished_since_scan(f, read.get(f.path)) for f in batch.files]
+    _record_ledger(spark, settings, batch, COMMITTED, taken)
     steps.reached("raw.remove_staging")
     remove_local_dir(staging)
     shutil.rmtree(link_folder(staging), ignore_errors=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -59,6 +59,9 @@ class InboxFile:
     # Whether `""` occurs in the file (True when not known): only then can Spark's
     # inference have taken an empty string for null (parse.empty_strings_as_text).
     holds_empty_string: bool = True
+    # Bytes of a last line without a line end yet (a producer caught mid-line), 0 when
+    # none: the batch learns from Spark's read whether the line was finished since.
+    cut_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class Fingerprint(NamedTuple):
     # whole, only its line end came later).
     line_end_follows: bool = False
     holds_empty_string: bool = True  # whether `""` occurs in the (decoded) text
+    cut_bytes: int = 0  # bytes of a last line with no line end (plain files only)
 
 
 class Gunzip:
@@ -140,7 +144,7 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     count, last = 0, b"\n"
     first_bytes, total = b"", 0  # the first decoded bytes, and how many there are
     prefix: tuple[str, int, bool, bool] | None = None
-    offset, empty = 0, False
+    offset, empty, tail = 0, False, 0  # tail: bytes since the last line end
     left = size if size is not None else float("inf")
     with open(path, "rb") as handle:
         while left > 0 and (chunk := handle.read(int(min(CHUNK_BYTES, left)))):
@@ -161,14 +165,19 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
                 # A `""` may straddle two chunks.
                 empty = empty or b'""' in text or (last == b'"' and text[:1] == b'"')
                 count += count_line_ends(text, after_cr=last == b"\r")
+                end = max(text.rfind(b"\n"), text.rfind(b"\r"))
+                tail = len(text) - 1 - end if end >= 0 else tail + len(text)
                 last = text[-1:]
                 first_bytes, total = (first_bytes + text)[: len(BOM)], total + len(text)
     lines = count + (last not in (b"\n", b"\r"))
     if total == len(BOM) and first_bytes == BOM:
         lines = 0  # Hadoop's reader skips a leading byte-order mark: nothing is left
+    # Spark's reader drops a leading byte-order mark from the first line.
+    marked = tail == total and first_bytes == BOM
+    cut = 0 if unzip is not None else max(0, tail - len(BOM) * marked)
     if prefix is None or unzip is not None:
-        return Fingerprint(digest.hexdigest(), lines, holds_empty_string=empty)
-    return Fingerprint(digest.hexdigest(), lines, *prefix, holds_empty_string=empty)
+        return Fingerprint(digest.hexdigest(), lines, holds_empty_string=empty, cut_bytes=cut)
+    return Fingerprint(digest.hexdigest(), lines, *prefix, holds_empty_string=empty, cut_bytes=cut)
 
 
 def count_line_ends(text: bytes, after_cr: bool = False) -> int:
@@ -232,9 +241,48 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
                 facts.line_count - (first_line - 1),
                 first_line,
                 facts.holds_empty_string,
+                facts.cut_bytes,
             )
         )
     return found
+
+
+def finished_since_scan(file: InboxFile, read_bytes: int | None) -> InboxFile:
+    """`file` as its batch commits it: when the scan found its last line cut and Spark
+    read that line longer (the producer finished it before the read: Spark's reader
+    reads a line to its end), through that line as read and its line end, so the next
+    run does not take the line again. Else `file` as scanned.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = Path(tempfile.mkdtemp()) / "a.json"
+        >>> _ = path.write_bytes(b'{"id": 1}\\n{"id": 2}\\n{"id": 3}\\n')
+        >>> cut = InboxFile(str(path), 16, 0.0, "c", 2, cut_bytes=6)  # scanned `{"id":`
+        >>> done = finished_since_scan(cut, read_bytes=9)
+        >>> done.size, done.line_count, done.cut_bytes
+        (20, 2, 0)
+        >>> done.checksum == fingerprint(path, size=20).checksum
+        True
+        >>> finished_since_scan(cut, read_bytes=6) == cut
+        True
+    """
+    if not file.cut_bytes or read_bytes is None or read_bytes <= file.cut_bytes:
+        return file
+    end = file.size - file.cut_bytes + read_bytes
+    with open(file.path, "rb") as handle:
+        handle.seek(end)
+        after = handle.read(2)
+    ending = 2 if after == b"\r\n" else 1 if after[:1] in (b"\n", b"\r") else 0
+    size = end + ending
+    stat = Path(file.path).stat()
+    return replace(
+        file,
+        size=size,
+        # The file as it is now, when that is all of it: the next run skips it unread.
+        mtime=stat.st_mtime if stat.st_size == size else file.mtime,
+        checksum=fingerprint(Path(file.path), size=size).checksum,
+        cut_bytes=0 if ending else read_bytes,
+    )
 
 
 def newest_committed(entries: Iterable[LedgerEntry]) -> dict[str, LedgerEntry]:

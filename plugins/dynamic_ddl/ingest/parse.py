@@ -78,7 +78,10 @@ from dynamic_ddl.schema.flatten import (
 from dynamic_ddl.schema.naming import JsonPath
 from dynamic_ddl.sql_text import glob_escaped
 
-CORRUPT_RECORD = "_corrupt_record"
+# The reader's field for a line it cannot parse. Not `_corrupt_record`: a key of that
+# name was taken for the field, and its value dropped from an accepted line (found by
+# review); no key can hold this one's random part.
+CORRUPT_RECORD = f"_corrupt_record_{secrets.token_hex(8)}"
 RECORD = "_record"
 REJECT_REASON = "_reject_reason"
 LINE_NUMBER = "_line_number"

@@ -58,6 +58,7 @@ def stage_batch(
     rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
+    cut = [f for f in files if f.cut_bytes]  # files the scan found cut mid-line
     lines = read_text_lines(spark, links, files)
     discard = reduce(operator.or_, [check for _, check in discards]) if discards else None
     parsed = parse_lines(lines, source, settings.limits, counts, discard, rewrite)
@@ -70,6 +71,7 @@ def stage_batch(
         *[F.count_if(accepted & check).alias(f"path{i}") for i, (_, check) in enumerate(checks)],
         *[F.count_if(accepted & check).alias(f"misfit{i}") for i, (_, check) in enumerate(misfits)],
         *[F.count_if(discarded & c).alias(f"discard{i}") for i, (_, c) in enumerate(discards)],
+        *[last_line_bytes(f.path).alias(f"cut{i}") for i, f in enumerate(cut)],
     )
     if not settings.topic.keep_raw_json:
         # The inbox keeps the text: staged only for the lines quarantine shows.
@@ -81,10 +83,23 @@ def stage_batch(
     carried = {path: metrics[f"path{i}"] for i, (path, _) in enumerate(checks)}
     misfit = {path: metrics[f"misfit{i}"] for i, (path, _) in enumerate(misfits)}
     by_discard = {what: metrics[f"discard{i}"] for i, (what, _) in enumerate(discards)}
-    line_counts = replace(LineCounts.observed(counts), discarded_rows=by_discard)
+    read = {f.path: metrics[f"cut{i}"] for i, f in enumerate(cut)}
+    line_counts = replace(
+        LineCounts.observed(counts), discarded_rows=by_discard, last_line_bytes=read
+    )
     # With its schema: no Spark job to read it back from the files' footers.
     staged = spark.read.schema(parsed.schema).parquet(glob_escaped(location))
     return staged, line_counts, carried, misfit
+
+
+def last_line_bytes(path: str) -> Column:
+    """An aggregate: the bytes of the last line read of the file `path` (last by piece,
+    then row), NULL when none was read."""
+    of_file = F.col("_source_file") == F.lit(path)
+    return F.max_by(
+        F.when(of_file, F.octet_length("line")),
+        F.when(of_file, F.struct("_split_start", "_row_id")),
+    )
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,8 @@ class LineCounts:
     rejected: int
     # Of the rejected, per what a `discard_row` path objects to: the records that bring it.
     discarded_rows: dict[str, int] = field(default_factory=dict)
+    # Per file the scan found cut mid-line: the bytes of its last line as Spark read it.
+    last_line_bytes: dict[str, int | None] = field(default_factory=dict)
 
     @classmethod
     def observed(cls, observation: Observation) -> LineCounts:
