@@ -90,7 +90,11 @@ class DynamicSparkCredentials(SparkCredentials):
 
 
 # The names Spark takes for UTC that a profile is likely to write.
-UTC_NAMES = {"utc", "etc/utc", "gmt", "z", "+00:00", "utc+00:00"}
+UTC_NAMES = {
+    *("utc", "etc/utc", "uct", "etc/uct", "universal", "etc/universal", "zulu", "etc/zulu"),
+    *("gmt", "etc/gmt", "gmt0", "etc/gmt0", "gmt+0", "gmt-0", "etc/gmt+0", "etc/gmt-0"),
+    *("greenwich", "etc/greenwich", "z", "+00", "+00:00", "-00:00", "utc+00:00"),
+}
 
 
 def check_utc(zone: str) -> None:
