@@ -257,7 +257,8 @@ def finished_since_scan(file: InboxFile, read_bytes: int | None) -> InboxFile:
         >>> import tempfile, os
         >>> path = Path(tempfile.mkdtemp()) / "a.json"
         >>> _ = path.write_bytes(b'{"id": 1}\\n{"id": 2}\\n{"id": 3}\\n')
-        >>> cut = InboxFile(str(path), 16, 0.0, "c", 2, cut_bytes=6)  # scanned `{"id":`
+        >>> scanned = fingerprint(path, size=16).checksum  # the scan saw `{"id": 1}\\n{"id":`
+        >>> cut = InboxFile(str(path), 16, 0.0, scanned, 2, cut_bytes=6)
         >>> done = finished_since_scan(cut, read_bytes=9)
         >>> done.size, done.line_count, done.cut_bytes
         (20, 2, 0)
@@ -265,22 +266,31 @@ def finished_since_scan(file: InboxFile, read_bytes: int | None) -> InboxFile:
         True
         >>> finished_since_scan(cut, read_bytes=6) == cut
         True
+        >>> _ = path.write_bytes(b'{"id": 7}\\n{"id": 8}\\n{"id": 9}\\n')  # rotated since
+        >>> finished_since_scan(cut, read_bytes=9) == cut
+        True
     """
     if not file.cut_bytes or read_bytes is None or read_bytes <= file.cut_bytes:
         return file
     end = file.size - file.cut_bytes + read_bytes
-    with open(file.path, "rb") as handle:
-        handle.seek(end)
-        after = handle.read(2)
-    ending = 2 if after == b"\r\n" else 1 if after[:1] in (b"\n", b"\r") else 0
-    size = end + ending
-    stat = Path(file.path).stat()
+    try:
+        with open(file.path, "rb") as handle:
+            handle.seek(end)
+            after = handle.read(2)
+        ending = 2 if after == b"\r\n" else 1 if after[:1] in (b"\n", b"\r") else 0
+        size = end + ending
+        stat = Path(file.path).stat()
+        facts = fingerprint(Path(file.path), prefix_size=file.size, size=size)
+    except OSError:  # gone (rotated away) since the read: the scan's entry stands
+        return file
+    if facts.prefix_checksum != file.checksum:
+        return file  # rewritten since the read (found by review): the scan's entry stands
     return replace(
         file,
         size=size,
         # The file as it is now, when that is all of it: the next run skips it unread.
         mtime=stat.st_mtime if stat.st_size == size else file.mtime,
-        checksum=fingerprint(Path(file.path), size=size).checksum,
+        checksum=facts.checksum,
         cut_bytes=0 if ending else read_bytes,
     )
 

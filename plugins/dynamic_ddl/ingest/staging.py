@@ -15,6 +15,7 @@ from dynamic_ddl.ingest.ledger import InboxFile
 from dynamic_ddl.ingest.parse import (
     DISCARD_ROW_REASON,
     REJECT_REASON,
+    grown_since_scan,
     parse_lines,
     read_text_lines,
 )
@@ -58,7 +59,9 @@ def stage_batch(
     rerun of the batch overwrites it.
     """
     counts, valued = Observation(), Observation()
-    cut = [f for f in files if f.cut_bytes]  # files the scan found cut mid-line
+    # Files the scan found cut mid-line, whose line may have been finished since: those
+    # that grew (one aggregate each, so not every file that lacks a final line end).
+    cut = [f for f in files if f.cut_bytes and f.path in grown_since_scan([f])]
     lines = read_text_lines(spark, links, files)
     discard = reduce(operator.or_, [check for _, check in discards]) if discards else None
     parsed = parse_lines(lines, source, settings.limits, counts, discard, rewrite)
