@@ -47,6 +47,9 @@ def spark(state_dir: Path):
     """The one in-process SparkSession: local[2], UI off, UTC, ANSI on, Hive catalog."""
     from pyspark.sql import SparkSession
 
+    from dynamic_ddl.adapter.connections import classic_mode_for_a_new_session
+
+    classic_mode_for_a_new_session()  # a thrift model may have run in this process first
     builder = SparkSession.builder.master("local[2]").appName("dynamic_ddl-tests")
     for key, value in spark_conf.all_settings(state_dir).items():
         builder = builder.config(key, value)

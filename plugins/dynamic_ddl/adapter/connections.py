@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
@@ -11,6 +12,7 @@ from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnecti
 from dbt.adapters.spark.session import NUMBERS, SessionConnectionWrapper
 
 from dynamic_ddl import pii
+from dynamic_ddl.adapter.python_jobs import CONNECT_MODE_ENV
 from dynamic_ddl.catalog import session_rows
 
 
@@ -46,6 +48,8 @@ class DynamicSparkConnectionManager(SparkConnectionManager):
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
+        if connection.credentials.method == SparkConnectionMethod.SESSION:
+            classic_mode_for_a_new_session()
         try:
             connection = super().open(connection)
         except FailedToConnectError as error:
@@ -73,3 +77,14 @@ class DynamicSparkConnectionManager(SparkConnectionManager):
             # close the connection; the next statement's cursor() replaces this one.)
             connection.handle.cursor().execute(pii.declare_salt_sql(salt))
         return connection
+
+
+def classic_mode_for_a_new_session() -> None:
+    """Switch Connect mode off when this process is about to start its first classic
+    session: python_jobs.connect_mode leaves it on in a process that had none (a
+    thrift model run first, as tests do), and pyspark would then look for a Connect
+    server instead of starting the embedded one (found by review)."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is None:
+        os.environ.pop(CONNECT_MODE_ENV, None)
