@@ -254,7 +254,7 @@ def finished_since_scan(file: InboxFile, read_bytes: int | None) -> InboxFile:
     run does not take the line again. Else `file` as scanned.
 
     Example:
-        >>> import tempfile, os
+        >>> import tempfile
         >>> path = Path(tempfile.mkdtemp()) / "a.json"
         >>> _ = path.write_bytes(b'{"id": 1}\\n{"id": 2}\\n{"id": 3}\\n')
         >>> scanned = fingerprint(path, size=16).checksum  # the scan saw `{"id": 1}\\n{"id":`
