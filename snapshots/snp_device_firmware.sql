@@ -23,11 +23,14 @@
         hard_deletes='invalidate'
     ) }}
 
+    {#- exact_column: the firmware raw's column type could not hold is in its
+        `__text` companion, which lnd_device_state passes through. #}
+    {%- set state = ref('lnd_device_state') %}
     select
         device_state.serial,
-        device_state.state_firmware as firmware,
+        {{ exact_column(state, 'state_firmware', 'string', 'device_state') }} as firmware,
         device_state.updated_at
 
-    from {{ ref('lnd_device_state') }} as device_state
+    from {{ state }} as device_state
 
 {% endsnapshot %}

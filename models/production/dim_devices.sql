@@ -1,8 +1,13 @@
+{#- lnd_device_state passes raw's columns through with their `__text` companions
+    (a value raw's column type could not hold): exact_column reads each pair as a
+    build from scratch reads the one column of the union type. #}
+{%- set state = ref('lnd_device_state') %}
+
 with
 
 device_state as (
 
-    select * from {{ ref('lnd_device_state') }}
+    select * from {{ state }}
 
 ),
 
@@ -10,10 +15,11 @@ devices as (
 
     select
         {{ mask_pii('device_state.serial') }} as device_key,
-        device_state.state_firmware as firmware,
-        device_state.state_mode as device_mode,
-        device_state.state_battery_pct as battery_pct,
-        device_state.state_storage_free_mb as storage_free_mb,
+        {{ exact_column(state, 'state_firmware', 'string', 'device_state') }} as firmware,
+        {{ exact_column(state, 'state_mode', 'string', 'device_state') }} as device_mode,
+        {{ exact_column(state, 'state_battery_pct', 'bigint', 'device_state') }} as battery_pct,
+        {{ exact_column(state, 'state_storage_free_mb', 'bigint', 'device_state') }}
+            as storage_free_mb,
         device_state.updated_at as state_reported_at
 
     from device_state

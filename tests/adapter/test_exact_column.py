@@ -135,3 +135,30 @@ def test_landing_models_read_every_raw_data_column_with_its_text_companion(model
     assert re.search(r"\bexact_column\(", text), model.name
     direct = re.findall(r"\b(raw_\w+\.[a-z]\w*)", text)
     assert direct == [], f"{model.name} reads {direct} without exact_column"
+
+
+# lnd_device_state (a Python model) types its key and event time; every other column
+# passes through from raw with its `__text` companion (landing/rows.py).
+TYPED_BY_LANDING = {"serial", "updated_at"}
+READERS_OF_DEVICE_STATE = sorted(
+    path
+    for folder in ("models", "snapshots")
+    for path in (PROJECT_ROOT / folder).rglob("*.sql")
+    if "ref('lnd_device_state')" in path.read_text()
+)
+
+
+@pytest.mark.parametrize("model", READERS_OF_DEVICE_STATE, ids=lambda p: p.stem)
+def test_readers_of_the_python_landing_model_read_its_raw_columns_with_their_companion(model):
+    """Found by review: dim_devices and snp_device_firmware read the firmware, mode and
+    battery from lnd_device_state's columns alone; firmware 3, then "3.1.0", left the
+    device's firmware NULL batch by batch (the text in `state_firmware__text`), not
+    from scratch. So only the columns landing types are read directly."""
+    text = model.read_text()
+    direct = set(re.findall(r"\bdevice_state\.([a-z]\w*)", text)) - TYPED_BY_LANDING
+    assert direct == set(), f"{model.name} reads {direct} without exact_column"
+
+
+def test_the_python_landing_model_has_readers_to_check():
+    """The guard above has something to guard: the project's readers are found."""
+    assert {p.stem for p in READERS_OF_DEVICE_STATE} >= {"dim_devices", "snp_device_firmware"}

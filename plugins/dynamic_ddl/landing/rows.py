@@ -53,16 +53,25 @@ def landing_rows(
     lineage dropped, and a boolean `delete_marker` column (false where raw has none:
     a topic's first batches may not have sent the field yet).
 
-    The event time is read as schema/event_time.py reads it; a value it cannot
-    read gives NULL (its raw row keeps the text); a row without an event time
-    loses to any row with one. The delete marker is read from its column and,
-    where the column's type could not hold a value (a feed sending `1` for
-    true), from its `__text` companion, which is then dropped: what a column of
-    the union type gives a build from scratch.
+    The key, the event time and the delete marker are each read from their
+    column and, where the column's type could not hold a value (a feed sending
+    `"SN-1"` where the first batch sent numbers), from its `__text` companion,
+    which is then dropped: what the column of the union type gives a build from
+    scratch. The key is text (`1` is "1"), whatever type raw gave it, so its
+    type never depends on which batch came first. The event time is read as
+    schema/event_time.py reads it; a value it cannot read gives NULL (its raw
+    row keeps the text); a row without an event time loses to any row with one.
+    Other columns pass through with their companions: read them as
+    `exact_column` reads raw.
     """
     marked = [] if delete_marker is None else [delete_marker, text_column(delete_marker)]
-    kept = [c for c in raw.columns if c not in RAW_ONLY and c not in marked]
-    typed = F.expr(event_timestamp_sql(quoted_identifier(event_time), event_time_format))
+    key_text = F.expr(_as_text_sql(raw, key))
+    read = {
+        key: key_text,
+        event_time: F.expr(event_timestamp_sql(_as_text_sql(raw, event_time), event_time_format)),
+    }
+    folded = {text_column(key), text_column(event_time), *marked}
+    kept = [c for c in raw.columns if c not in RAW_ONLY and c not in folded]
     marker = []
     if delete_marker is not None:
         # As exact_column reads a boolean: a number written as a double (`2.5`) through
@@ -76,7 +85,15 @@ def landing_rows(
         ]
         marker = [F.coalesce(*sent, F.lit(False)).alias(delete_marker)]
     return raw.select(
-        *[typed.alias(c) if c == event_time else F.col(c) for c in kept],
+        *[read[c].alias(c) if c in read else F.col(c) for c in kept],
         *marker,
-        F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int").alias(f"{key}_bucket"),
+        F.pmod(F.xxhash64(key_text), F.lit(buckets)).cast("int").alias(f"{key}_bucket"),
     )
+
+
+def _as_text_sql(raw: DataFrame, column: str) -> str:
+    """SQL for a raw column and its `__text` companion as one text: the column's value
+    as a string, else the companion's text (NULL when raw has neither yet)."""
+    present = [c for c in (column, text_column(column)) if c in raw.columns]
+    texts = [f"cast({quoted_identifier(c)} as string)" for c in present]
+    return f"coalesce({', '.join(texts)})" if texts else "cast(null as string)"
