@@ -28,8 +28,13 @@ adoption as (
         by_firmware.device_model,
         by_firmware.firmware,
         by_firmware.active_devices,
-        by_firmware.active_devices / sum(by_firmware.active_devices) over (
-            partition by by_firmware.event_date, by_firmware.device_model
+        {#- NULL, not a failure (ANSI), for a model whose events that day name no
+            device: events without a serial count no active device. #}
+        try_divide(
+            by_firmware.active_devices,
+            sum(by_firmware.active_devices) over (
+                partition by by_firmware.event_date, by_firmware.device_model
+            )
         ) as share_of_model
 
     from by_firmware
