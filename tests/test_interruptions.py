@@ -13,7 +13,6 @@ steps are in test_upsert_kill.py.
 from __future__ import annotations
 
 import shutil
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from dynamic_ddl.catalog import RETIRED_SUFFIX, local_path, spark_sql, table_loc
 from dynamic_ddl.ingest.bookkeeping import newest_committed_batch
 from dynamic_ddl.ingest.compaction import compact_topic, stored_partitions
 from dynamic_ddl.ingest.job import ingest_topic
-from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder
+from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder, this_host
 from dynamic_ddl.sql_text import location_clause
 from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.care import repartition, vacuum
@@ -420,7 +419,7 @@ def _compacting_commit(spark, schema, inbox):
 def _stale_lock(spark, schema, inbox):
     """A lock left by a killed process of this host (a pid that cannot run)."""
     _first_commit(spark, schema, inbox)
-    holder = Holder(socket.gethostname(), 2**22 + 7, "f" * 32, 4e9)
+    holder = Holder(this_host(), 2**22 + 7, "f" * 32, 4e9)
     location = f"{spark.conf.get('spark.sql.warehouse.dir')}/{schema}_locks/target"
     spark.sql(
         f"create table {lock_table(f'{schema}.target')} (holder string) using parquet"

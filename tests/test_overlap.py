@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
+
+import pytest
 
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.job import ingest_topic
-from dynamic_ddl.locks import LockSettings, LockTimeout, held
+from dynamic_ddl.locks import LockSettings, LockTimeout, RunLock, acquire, held, this_host
 from dynamic_ddl.upsert.protocol import upsert
 from dynamic_ddl.upsert.spec import UpsertSpec
 
@@ -110,8 +113,51 @@ def test_a_killed_holders_lock_is_taken_over_at_once(spark):
     spark.sql("create database if not exists overlap_stale")
     spark.sql(
         "create table if not exists overlap_stale.t__lock (holder string) using parquet"
-        f" tblproperties ('holder.host' = '{socket.gethostname()}', 'holder.pid' = '{2**22 + 7}',"
+        f" tblproperties ('holder.host' = '{this_host()}', 'holder.pid' = '{2**22 + 7}',"
         " 'holder.run' = 'gone', 'lease.expires_at' = '4000000000.0')"
     )
     with held(spark_sql(spark), "overlap_stale.t", LockSettings(wait_seconds=0)) as holder:
         assert holder.pid == os.getpid()
+
+
+def test_a_run_lock_renewal_that_fails_once_is_tried_again(spark):
+    """Found by review: the first error of a renewal (a server hiccup) ended the run
+    lock's renewal thread, so a second run took the lock over once the lease ran out,
+    while the first still ran. A failed renewal is tried again at the next third."""
+    spark.sql("create database if not exists overlap_renew")
+    sql = spark_sql(spark)
+    failures = iter([RuntimeError("the server went away for a moment")])
+
+    def renew_in(work):
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        work(sql)
+
+    lock = RunLock("overlap_renew", LockSettings(wait_seconds=0, lease_seconds=3), renew_in)
+    lock.acquire(sql)
+    try:
+        time.sleep(3.5)  # past the first lease: failed at 1 s, renewed at 2 s and 3 s
+        with pytest.raises(LockTimeout):
+            acquire(sql, lock.table, LockSettings(wait_seconds=0))
+        assert lock.lost is None
+    finally:
+        lock.release(sql)
+
+
+def test_a_holder_in_another_pid_namespace_of_this_host_name_is_not_taken_for_gone(spark):
+    """Found by review: containers sharing the host's name (host networking) each have
+    their own process ids. A live holder in another one was looked up here, not found,
+    and its lock taken over at once: two runs held it. A lock names the PID namespace
+    too, and a holder of another one keeps its lock until its lease ends."""
+    assert this_host().startswith(socket.gethostname())
+    spark.sql("create database if not exists overlap_namespace")
+    spark.sql(
+        "create table if not exists overlap_namespace.t__lock (holder string) using parquet"
+        f" tblproperties ('holder.host' = '{socket.gethostname()} pid:[1]',"
+        f" 'holder.pid' = '{2**22 + 7}', 'holder.run' = 'elsewhere',"
+        " 'lease.expires_at' = '4000000000.0')"
+    )
+    with pytest.raises(LockTimeout, match="pid:\\[1\\]"):
+        with held(spark_sql(spark), "overlap_namespace.t", LockSettings(wait_seconds=0)):
+            pass

@@ -61,7 +61,7 @@ class Holder:
 
     @classmethod
     def me(cls, lease_seconds: float) -> Holder:
-        return cls(socket.gethostname(), os.getpid(), uuid.uuid4().hex, time.time() + lease_seconds)
+        return cls(this_host(), os.getpid(), uuid.uuid4().hex, time.time() + lease_seconds)
 
     def describe(self) -> str:
         """The holder as a person reads it."""
@@ -73,12 +73,24 @@ class Holder:
         this process, which no longer holds it (a release that failed)."""
         if now >= self.expires_at:
             return True
-        if self.host != socket.gethostname():
+        if self.host != this_host():
             return False
         if self.pid == os.getpid():
             with _HELD_LOCK:
                 return self.token not in _HELD_TOKENS
         return not _process_runs(self.pid)
+
+
+def this_host() -> str:
+    """This host as a lock names its holders: the host name, and the PID namespace where
+    there is one. Containers on one host often share its name (host networking) while
+    each has its own process ids: a holder in another namespace is not looked up here,
+    where its process cannot be seen, so it is never taken for gone (found by review)."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # e.g. pid:[4026531836]
+    except OSError:  # not Linux, or /proc hidden
+        return socket.gethostname()
+    return f"{socket.gethostname()} {namespace}"
 
 
 def _process_runs(pid: int) -> bool:
@@ -330,9 +342,12 @@ class RunLock:
         while not self._stop.wait(self.settings.lease_seconds / 3):
             try:
                 self.renew_in(self._renew_with)
-            except Exception as error:  # the run goes on; release() reports it
+                self.lost = None
+            except LockLost as error:  # another run took it over: release() reports it
                 self.lost = error
                 return
+            except Exception as error:  # a server or network hiccup: tried again at the
+                self.lost = error  # next third of the lease, two before it runs out
 
     def _renew_with(self, sql: Sql) -> None:
         holder = self.holder

@@ -7,12 +7,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dynamic_ddl.catalog import local_path
+from dynamic_ddl.locks import RUN_LOCK, WAIT_ENV, LockSettings, acquire, release
 from tests.adapter.targets import session_profile
 
 CONFIG = dict(
@@ -65,6 +69,26 @@ BATCHES = {
 }
 
 
+@contextmanager
+def _run_lock_held(project) -> Iterator[None]:
+    """The run lock of the project's schema held by this process, as a `dbt run` holds it,
+    while others wait for it at most 1 s."""
+    adapter, table = project.adapter, f"{project.test_schema}.{RUN_LOCK}"
+    with adapter.connection_named("run_lock_holder"):
+        holder = acquire(adapter._fetch_rows, table, LockSettings(wait_seconds=0))
+    waited = os.environ.get(WAIT_ENV)
+    os.environ[WAIT_ENV] = "1"
+    try:
+        yield
+    finally:
+        if waited is None:
+            del os.environ[WAIT_ENV]
+        else:
+            os.environ[WAIT_ENV] = waited
+        with adapter.connection_named("run_lock_holder"):
+            release(adapter._fetch_rows, table, holder)
+
+
 class UpsertModelsSuite:
     """Runs on any target (the Thrift variant is in test_python_models_thrift.py)."""
 
@@ -113,6 +137,18 @@ class UpsertModelsSuite:
             fetch="all",
         )
         assert [tuple(r) for r in pulled] == [("a", "off"), ("a", "on"), ("b", "on"), ("c", "on")]
+
+        # An operation that changes a table's history waits for a run holding the schema:
+        # the run read the table's state when it rendered its models, before their
+        # commits, and would undo a rollback in between without knowing. Here this test
+        # holds the run lock: the rollback fails naming the holder, and changes nothing.
+        with _run_lock_held(project):
+            waited, logs = run_dbt_and_capture(
+                ["run-operation", "rollback_last_commit", "--args", "{model: lnd_sql}"],
+                expect_pass=False,
+            )
+        assert f"{project.test_schema}.{RUN_LOCK} is locked by process" in logs
+        assert self._rows(project, "lnd_sql") == expected
 
         # The table as of its first commit (b's row is still that commit's): read, restored.
         first_batch = [("a", "on", 1), ("b", "on", 1), ("c", "on", 1)]

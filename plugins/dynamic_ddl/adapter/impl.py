@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import import_module
 from typing import Any
 
@@ -215,10 +216,11 @@ class DynamicSparkAdapter(SparkAdapter):
         """Restore the partitions the target's last commit changed; the commit's id."""
         from dynamic_ddl.upsert.protocol import UpsertError, rollback_last_commit
 
-        try:
-            return rollback_last_commit(self._fetch_rows, self._existing_upsert(target))
-        except UpsertError as error:
-            raise CompilationError(str(error)) from None
+        with self._operation_lock():
+            try:
+                return rollback_last_commit(self._fetch_rows, self._existing_upsert(target))
+            except UpsertError as error:
+                raise CompilationError(str(error)) from None
 
     @available
     def upsert_as_of(self, relation: Any, at: str) -> str:
@@ -239,10 +241,11 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.history import rollback_to
         from dynamic_ddl.upsert.spec import UpsertError
 
-        try:
-            return rollback_to(self._fetch_rows, self._existing_upsert(relation), str(at))
-        except UpsertError as error:
-            raise CompilationError(str(error)) from None
+        with self._operation_lock():
+            try:
+                return rollback_to(self._fetch_rows, self._existing_upsert(relation), str(at))
+            except UpsertError as error:
+                raise CompilationError(str(error)) from None
 
     @available
     def upsert_savepoint(self, relation: Any, at: str, release: bool = False) -> str:
@@ -250,11 +253,12 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.history import release_savepoint, savepoint
         from dynamic_ddl.upsert.spec import UpsertError
 
-        operation = release_savepoint if release else savepoint
-        try:
-            return operation(self._fetch_rows, self._existing_upsert(relation), str(at))
-        except UpsertError as error:
-            raise CompilationError(str(error)) from None
+        with self._operation_lock():
+            operation = release_savepoint if release else savepoint
+            try:
+                return operation(self._fetch_rows, self._existing_upsert(relation), str(at))
+            except UpsertError as error:
+                raise CompilationError(str(error)) from None
 
     @available
     def vacuum_upsert(self, relation: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -266,17 +270,18 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.care import vacuum
         from dynamic_ddl.upsert.spec import UpsertError
 
-        keep = options.get("keep_commits")
-        try:
-            spec = replace(
-                self._existing_upsert(relation),
-                keep_commits=1 if keep is None else keep,
-                keep_days=options.get("keep_days"),
-            )
-            spec.validate_retention()
-            return asdict(vacuum(self._fetch_rows, spec))
-        except UpsertError as error:
-            raise CompilationError(str(error)) from None
+        with self._operation_lock():
+            keep = options.get("keep_commits")
+            try:
+                spec = replace(
+                    self._existing_upsert(relation),
+                    keep_commits=1 if keep is None else keep,
+                    keep_days=options.get("keep_days"),
+                )
+                spec.validate_retention()
+                return asdict(vacuum(self._fetch_rows, spec))
+            except UpsertError as error:
+                raise CompilationError(str(error)) from None
 
     @available
     def compact_raw(self, relation: Any, options: dict[str, Any]) -> list[str]:
@@ -287,19 +292,20 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.ingest.topics import ConfigError
         from dynamic_ddl.locks import LockSettings
 
-        table = f"{relation.schema}.{relation.identifier}"
-        try:
-            policy = CompactionPolicy.from_config(options, f"compact of {relation.identifier}")
-            results = compact_topic(
-                self._fetch_rows,
-                table,
-                policy.after_days,
-                policy.target_mb,
-                LockSettings.from_env(options.get("lock_wait_seconds")),
-            )
-        except (CompactionError, ConfigError) as error:
-            raise CompilationError(str(error)) from None
-        return [result.message() for result in results]
+        with self._operation_lock():
+            table = f"{relation.schema}.{relation.identifier}"
+            try:
+                policy = CompactionPolicy.from_config(options, f"compact of {relation.identifier}")
+                results = compact_topic(
+                    self._fetch_rows,
+                    table,
+                    policy.after_days,
+                    policy.target_mb,
+                    LockSettings.from_env(options.get("lock_wait_seconds")),
+                )
+            except (CompactionError, ConfigError) as error:
+                raise CompilationError(str(error)) from None
+            return [result.message() for result in results]
 
     @available
     def repartition_upsert(
@@ -313,12 +319,13 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.care import repartition
         from dynamic_ddl.upsert.spec import DEFAULT_TOMBSTONE_DAYS, UpsertError
 
-        days = DEFAULT_TOMBSTONE_DAYS if tombstone_days is None else tombstone_days
-        try:
-            spec = replace(self._existing_upsert(relation), tombstone_days=days)
-            return repartition(self._fetch_rows, spec, _columns(partition_by))
-        except UpsertError as error:
-            raise CompilationError(str(error)) from None
+        with self._operation_lock():
+            days = DEFAULT_TOMBSTONE_DAYS if tombstone_days is None else tombstone_days
+            try:
+                spec = replace(self._existing_upsert(relation), tombstone_days=days)
+                return repartition(self._fetch_rows, spec, _columns(partition_by))
+            except UpsertError as error:
+                raise CompilationError(str(error)) from None
 
     @available
     def last_commit_id(self, relation: Any) -> str | None:
@@ -371,6 +378,31 @@ class DynamicSparkAdapter(SparkAdapter):
         lock.release(self._fetch_rows)
         if lock.lost is not None:
             _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
+
+    @contextmanager
+    def _operation_lock(self) -> Iterator[None]:
+        """Hold the target schema's run lock for an operation that changes a table's
+        history (rollback, restore, savepoint, retention, compaction, repartition),
+        unless this process holds it already (a run's hook). A dbt run reads a table's
+        state when it renders a model (`unseen_batches`, `changed_since`), before the
+        model's commit takes the table's lock: a rollback in between was undone by that
+        commit, and its batches never read again (found by review). So such operations
+        wait for a run to end, and a run started meanwhile waits for them."""
+        from dynamic_ddl.locks import LockSettings, LockTimeout, RunLock
+
+        schema = self.config.credentials.schema
+        if schema in _RUN_LOCKS:
+            yield
+            return
+        lock = RunLock(schema, LockSettings.from_env(), self._with_own_connection)
+        try:
+            lock.acquire(self._fetch_rows, waiting=_LOGGER.info)
+        except LockTimeout as error:
+            raise DbtRuntimeError(str(error)) from None
+        try:
+            yield
+        finally:
+            lock.release(self._fetch_rows)
 
     def _with_own_connection(self, work: Any) -> None:
         """Call `work` with a Sql on a connection of the calling thread (the lock's
