@@ -22,17 +22,27 @@ from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.care import VacuumResult, repartition, vacuum
 from dynamic_ddl.upsert.commit_log import read_log
 from dynamic_ddl.upsert.commits import (
+    CHECKPOINT,
     COMMITTED,
+    LOGGED_AT_FORMAT,
     RELEASED,
     ROLLED_BACK,
     SAVEPOINT,
     LogEntry,
     PartitionChange,
     commit_at,
+    commit_time,
     compacted,
     replay,
+    rolled_back_over,
 )
-from dynamic_ddl.upsert.history import as_of_sql, release_savepoint, rollback_to, savepoint
+from dynamic_ddl.upsert.history import (
+    as_of_sql,
+    commit_of,
+    release_savepoint,
+    rollback_to,
+    savepoint,
+)
 from dynamic_ddl.upsert.increments import changed_days, changed_since_filter
 from dynamic_ddl.upsert.protocol import (
     UpsertError,
@@ -123,8 +133,14 @@ def test_keep_days_keeps_every_commit_of_those_days_before_the_last_one(spark, s
     states = _commits(spark, sql, spec, 5, apart=timedelta(days=1))  # Nov 2 to Nov 6
     assert read_log(sql, spec).entries < 10, "the log was not compacted"
     # Any time from Nov 4 (2 days before the last commit) reads; so does the state before
-    # the first commit of those days, which a time between midnight and it reads.
-    for at, expected in (("2026-11-04 00:00:00", states[2]), ("2026-11-03 23:00:00", states[1])):
+    # the first commit of those days, which a time between midnight and it reads (the
+    # commit made at midnight shows once logged, a moment later).
+    reads = (
+        ("2026-11-04 00:01:00", states[2]),
+        ("2026-11-04 00:00:00", states[1]),
+        ("2026-11-03 23:00:00", states[1]),
+    )
+    for at, expected in reads:
         assert _rows(spark, as_of_sql(sql, spec, at)) == expected
     with pytest.raises(UpsertError, match="keep_commits or keep_days"):
         as_of_sql(sql, spec, "2026-11-02 12:00:00")
@@ -197,6 +213,71 @@ def test_a_rolled_back_commit_is_no_savepoint():
     again = LogEntry(log[0].commit_id, SAVEPOINT, pin.changes)
     assert replay([*log, again, released]).savepoints == {}  # order of lines is no matter
     assert replay([released, *log, again]).savepoints == {}
+
+
+def _logged(commit: LogEntry, after: timedelta, action: str = COMMITTED) -> LogEntry:
+    """`commit`'s line of `action`, logged `after` its id's time."""
+    at = (commit_time(commit.commit_id) + after).strftime(LOGGED_AT_FORMAT)
+    return LogEntry(commit.commit_id, action, commit.changes, at)
+
+
+def test_a_time_reads_the_commit_the_table_showed_then_not_one_still_running():
+    """Found by review: a time named the newest commit whose id (its start) was before it.
+    A model runs for minutes before its commit's partitions move: a time in between read
+    the new commit, which no reader could see yet. A commit shows from its `committed`
+    line, and a compacted log keeps that time."""
+    first, second = (_logged(c, timedelta(minutes=20)) for c in _hourly(2))
+    while_running = START + timedelta(hours=1, minutes=10)
+    for state in (replay([first, second]), replay(compacted(replay([first, second]), keep=1))):
+        assert commit_at(state, while_running) == first.commit_id
+        assert commit_at(state, START + timedelta(hours=1, minutes=21)) == second.commit_id
+        assert commit_at(state, START + timedelta(minutes=10)) is None
+
+
+def test_a_time_when_a_commit_since_rolled_back_showed_is_refused():
+    """Found by review: after rollback_last_commit, a time when the rolled back commit
+    showed read the commit before it, which the table did not show then (the rolled back
+    one's files are gone). Such a time is refused, naming the window; a time after the
+    rollback reads the commit it restored. A compacted log keeps the window."""
+    first, second, third = _hourly(3)
+    undone = _logged(second, timedelta(minutes=30), ROLLED_BACK)
+    log = [first, second, undone, _logged(third, timedelta(minutes=1))]
+    for state in (replay(log), replay(compacted(replay(log), keep=1))):
+        shown = START + timedelta(hours=1, minutes=15)  # second showed from 01:00 to 01:30
+        assert commit_at(state, shown) == first.commit_id
+        assert rolled_back_over(state, shown, first.commit_id) == second.commit_id
+        with pytest.raises(UpsertError, match=f"may have shown commit {second.commit_id}"):
+            commit_of(state, shown.isoformat(sep=" "), "s.t")
+        after = START + timedelta(hours=1, minutes=45)
+        assert commit_of(state, after.isoformat(sep=" "), "s.t") == first.commit_id
+        assert commit_of(state, "2026-11-01 02:02:00", "s.t") == third.commit_id
+
+
+def test_a_log_compacted_without_times_reads_commits_by_their_ids():
+    """A log compacted before times were kept wrote its commits with the compaction's time
+    (the checkpoint's): those read by the time their ids encode, as before."""
+    first, second = _hourly(2)
+    at = "2026-11-20 00:00:00.000000"
+    checkpoint = LogEntry(first.commit_id, CHECKPOINT, (), at)
+    rewritten = [LogEntry(c.commit_id, COMMITTED, c.changes, at) for c in (first, second)]
+    state = replay([checkpoint, *rewritten])
+    assert commit_at(state, START + timedelta(hours=1, minutes=1)) == second.commit_id
+
+
+def test_as_of_a_time_while_a_rolled_back_commit_showed_is_refused_on_a_real_table(spark, sql):
+    """The same through the engine: each line's time is read back from the log table."""
+    spec = _spec("rolled_back_window")
+    states = _commits(spark, sql, spec, 2)
+    rollback_last_commit(sql, spec)
+    state = read_log(sql, spec)
+    (undone,) = state.rolled_back_at
+    second_shown = commit_time(undone) + timedelta(minutes=30)  # before the rollback, today
+    with pytest.raises(UpsertError, match="rolled back at"):
+        as_of_sql(sql, spec, second_shown.isoformat(sep=" "))
+    after = state.rolled_back_at[undone]
+    assert _rows(spark, as_of_sql(sql, spec, after)) == states[0]
+    first_shown = START + timedelta(hours=1, minutes=30)
+    assert _rows(spark, as_of_sql(sql, spec, first_shown.isoformat(sep=" "))) == states[0]
 
 
 def test_vacuum_drops_orphans_and_what_the_retention_no_longer_keeps(spark, sql):

@@ -225,7 +225,7 @@ class DynamicSparkAdapter(SparkAdapter):
     @available
     def upsert_as_of(self, relation: Any, at: str) -> str:
         """A subquery of an upsert table's rows right after the kept commit `at` names (a
-        commit id, or a UTC time: the newest commit at or before it; upsert/history.py)."""
+        commit id, or a UTC time: the commit the table showed then; upsert/history.py)."""
         from dynamic_ddl.upsert.history import as_of_sql
         from dynamic_ddl.upsert.spec import UpsertError
 

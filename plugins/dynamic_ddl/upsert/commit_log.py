@@ -25,6 +25,9 @@ from dynamic_ddl.upsert.commits import LogEntry, PartitionChange, TableState, co
 from dynamic_ddl.upsert.spec import UpsertError, UpsertSpec
 
 CHANGES_TYPE = "array<struct<path:string,previous:string,current:string>>"
+# A line's time as LogEntry holds it (commits.LOGGED_AT_FORMAT), in Spark's pattern: UTC,
+# the session time zone of every engine we start.
+LOGGED_AT_PATTERN = "yyyy-MM-dd HH:mm:ss.SSSSSS"
 # A table's log is compacted once it holds more lines than this: a commit reads
 # the whole log, so its cost stays bounded whatever the table's age.
 COMPACT_AFTER = 50
@@ -42,7 +45,8 @@ def log_ddl(spec: UpsertSpec) -> str:
 def read_log(sql: Sql, spec: UpsertSpec) -> TableState:
     """The target's state from its commit log (changes read as JSON: the same on every target)."""
     rows = sql(
-        f"select commit_id, action, to_json(changes) from {spec.log}"
+        f"select commit_id, action, to_json(changes),"
+        f" date_format(logged_at, {string_literal(LOGGED_AT_PATTERN)}) from {spec.log}"
         f" where table_name = {sql_literal(spec.table_name)}"
     )
     if not rows:
@@ -55,6 +59,7 @@ def read_log(sql: Sql, spec: UpsertSpec) -> TableState:
                 PartitionChange(c["path"], c.get("previous"), c.get("current"))
                 for c in json.loads(row[2] or "[]")
             ),
+            row[3],
         )
         for row in rows
     )
@@ -95,9 +100,12 @@ def _entry_select(entry: LogEntry) -> str:
         for c in entry.changes
     )
     array = f"array({changes})" if changes else f"cast(array() as {CHANGES_TYPE})"
+    logged_at = "current_timestamp()"
+    if entry.logged_at is not None:  # a time of its own (a commit's, kept by compaction)
+        logged_at = f"cast({string_literal(entry.logged_at)} as timestamp)"
     return (
         f"select {sql_literal(entry.commit_id)} as commit_id, {sql_literal(entry.action)}"
-        f" as action, {array} as changes, current_timestamp() as logged_at"
+        f" as action, {array} as changes, {logged_at} as logged_at"
     )
 
 

@@ -27,6 +27,7 @@ ROLLED_BACK = "rolled_back"
 SAVEPOINT = "savepoint"
 RELEASED = "released"
 COMMIT_ID_FORMAT = "%Y%m%d%H%M%S%f"  # sorts as text in time order
+LOGGED_AT_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # a log line's time, as read and written
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,14 @@ class PartitionChange:
 
 @dataclass(frozen=True)
 class LogEntry:
-    """One line of the commit log."""
+    """One line of the commit log. `logged_at` (UTC, LOGGED_AT_FORMAT) is when it was
+    logged, as read back; None for a line not written yet (then the engine's clock), or
+    one whose time is not known."""
 
     commit_id: str
     action: str
     changes: tuple[PartitionChange, ...] = ()
+    logged_at: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,9 @@ class TableState:
     history: tuple[LogEntry, ...] = field(default=(), compare=False)
     # Pinned commits (savepoints): commit id -> every partition's version after it.
     savepoints: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
+    # Rolled back commits the log still knows: commit id -> when the rollback was logged
+    # (a time between the two showed that commit, whose files are gone: commit_of).
+    rolled_back_at: dict[str, str | None] = field(default_factory=dict, compare=False)
 
     def retained(self, keep: int = 1) -> set[tuple[str, str]]:
         """(path, version) pairs that must keep their files: current ones, and the
@@ -91,9 +98,9 @@ class TableState:
         return kept
 
 
-def committed(state: TableState, entry: LogEntry) -> TableState:
-    """The state once `entry` (a commit of `state`'s table) is committed: what replaying
-    the log would give, without reading it again.
+def committed(state: TableState, entry: LogEntry, logged_at: str | None = None) -> TableState:
+    """The state once `entry` (a commit of `state`'s table) is committed, its line logged
+    at `logged_at`: what replaying the log would give, without reading it again.
 
     Example:
         >>> before = replay([LogEntry("1", COMMITTED, (PartitionChange("d=1", None, "1"),))])
@@ -103,10 +110,19 @@ def committed(state: TableState, entry: LogEntry) -> TableState:
     """
     versions = dict(state.versions)
     _apply(versions, entry.changes, lambda change: change.current)
-    done = LogEntry(entry.commit_id, COMMITTED, entry.changes)
+    done = LogEntry(entry.commit_id, COMMITTED, entry.changes, logged_at)
     last_id = max(entry.commit_id, state.last_commit_id or "")
     history = (*state.history, done)
-    return TableState(versions, done, None, last_id, state.entries + 2, history, state.savepoints)
+    return TableState(
+        versions,
+        done,
+        None,
+        last_id,
+        state.entries + 2,
+        history,
+        state.savepoints,
+        state.rolled_back_at,
+    )
 
 
 def versions_after(state: TableState, commit_id: str) -> dict[str, str]:
@@ -130,10 +146,27 @@ def versions_after(state: TableState, commit_id: str) -> dict[str, str]:
     return versions
 
 
+def visible_at(commit: LogEntry) -> datetime:
+    """When a commit of the history became visible: its `committed` line's time (its
+    partitions had moved by then), else (a line of a log compacted before times were
+    kept) the time its id encodes, when it started.
+
+    Example:
+        >>> visible_at(LogEntry("20261101080000000000", COMMITTED, (), "2026-11-01 08:20:00.0"))
+        datetime.datetime(2026, 11, 1, 8, 20)
+    """
+    if commit.logged_at is None:
+        return commit_time(commit.commit_id)
+    return datetime.strptime(commit.logged_at, LOGGED_AT_FORMAT)
+
+
 def commit_at(state: TableState, when: datetime) -> str | None:
-    """The newest commit of `state.history` made at or before `when` (None: none was).
-    Savepoints are named by their ids only: the commits between an old savepoint and
-    the history are forgotten, so a time among them cannot tell which was newest.
+    """The commit of `state.history` the table showed at `when`: the last one visible
+    by then (None: none was). A commit is visible once logged `committed`, not from
+    the time its id encodes (its start: a model may run for minutes before its rows
+    move). Savepoints are named by their ids only: the commits between an old
+    savepoint and the history are forgotten, so a time among them cannot tell which
+    was newest. See rolled_back_over for a commit since rolled back.
 
     Example:
         >>> state = replay([LogEntry("20261101080000000000", COMMITTED),
@@ -141,8 +174,29 @@ def commit_at(state: TableState, when: datetime) -> str | None:
         >>> commit_at(state, datetime(2026, 11, 1, 12)), commit_at(state, datetime(2026, 10, 1))
         ('20261101080000000000', None)
     """
-    made = [c.commit_id for c in state.history if commit_time(c.commit_id) <= when]
-    return max(made, default=None)
+    made = [(visible_at(c), c.commit_id) for c in state.history if visible_at(c) <= when]
+    return max(made, default=(None, None))[1]
+
+
+def rolled_back_over(state: TableState, when: datetime, shown: str | None) -> str | None:
+    """A commit since rolled back that the table may have shown at `when`, over the
+    commit `shown` (commit_at's answer): made by then, after `shown`, and not yet rolled
+    back. Its files are gone, so no read can give what the table showed then.
+
+    Example:
+        >>> log = [LogEntry("20261101080000000000", COMMITTED),
+        ...        LogEntry("20261101100000000000", COMMITTED),
+        ...        LogEntry("20261101100000000000", ROLLED_BACK, (), "2026-11-01 13:00:00.0")]
+        >>> state, times = replay(log), [datetime(2026, 11, 1, h) for h in (9, 12, 14)]
+        >>> [rolled_back_over(state, when, commit_at(state, when)) for when in times]
+        [None, '20261101100000000000', None]
+    """
+    for commit_id, until in sorted(state.rolled_back_at.items()):
+        started = commit_time(commit_id)
+        ended = until is not None and when >= datetime.strptime(until, LOGGED_AT_FORMAT)
+        if started <= when and not ended and (shown is None or commit_id > shown):
+            return commit_id
+    return None
 
 
 def commits_to_keep(state: TableState, keep_commits: int, keep_days: int | None = None) -> int:
@@ -205,6 +259,8 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
     history: list[LogEntry] = []
     pins: dict[str, tuple[int, dict[str, str]]] = {}  # savepoint lines less released ones
     rolled_back: set[str] = set()  # no state to read or keep, even under a savepoint
+    rolled_back_at: dict[str, str | None] = {}
+    checkpoint_at: str | None = None
     count = 0
     for entry in sorted(entries, key=lambda e: (e.commit_id, order[e.action])):
         count += 1
@@ -217,13 +273,17 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
         last_id = entry.commit_id
         if entry.action == CHECKPOINT:
             versions = _versions_of(entry.changes)
-            last_commit, pending, history = None, None, []
+            last_commit, pending, history, rolled_back_at = None, None, [], {}
+            checkpoint_at = entry.logged_at
             continue
         if entry.action in (PENDING, ROLLING_BACK):
             pending = entry
             continue
         pending = None
         if entry.action == COMMITTED:
+            if checkpoint_at is not None and entry.logged_at == checkpoint_at:
+                # Written with its checkpoint by a compaction that did not keep times.
+                entry = LogEntry(entry.commit_id, COMMITTED, entry.changes)
             _apply(versions, entry.changes, lambda change: change.current)
             last_commit = entry
             history.append(entry)
@@ -232,18 +292,30 @@ def replay(entries: Iterable[LogEntry]) -> TableState:
             last_commit = None
             history = [c for c in history if c.commit_id != entry.commit_id]
             rolled_back.add(entry.commit_id)
+            rolled_back_at[entry.commit_id] = entry.logged_at
     savepoints = {
         commit: pinned
         for commit, (times, pinned) in pins.items()
         if times > 0 and commit not in rolled_back
     }
-    return TableState(versions, last_commit, pending, last_id, count, tuple(history), savepoints)
+    return TableState(
+        versions,
+        last_commit,
+        pending,
+        last_id,
+        count,
+        tuple(history),
+        savepoints,
+        rolled_back_at,
+    )
 
 
 def compacted(state: TableState, keep: int = 1) -> list[LogEntry]:
     """Log entries that replay to `state` (one without an unfinished commit): a
     checkpoint of the versions before its last `keep + 1` commits, then those commits
-    (the ones the table can still be read as of: see TableState.retained).
+    (the ones the table can still be read as of: see TableState.retained) with the
+    times they were logged, and a mark of each commit rolled back among them, with
+    the time of its rollback (commit_of refuses a time when it showed).
 
     Example:
         >>> log = [LogEntry(str(i), a, (PartitionChange("d=1", prev, str(i)),))
@@ -271,9 +343,15 @@ def compacted(state: TableState, keep: int = 1) -> list[LogEntry]:
     before = dict(state.versions)
     for commit in reversed(kept):
         _apply(before, commit.changes, lambda change: change.previous)
+    rolled_back = [
+        LogEntry(commit, ROLLED_BACK, (), at)
+        for commit, at in sorted(state.rolled_back_at.items())
+        if commit > kept[0].commit_id
+    ]
     return [
         LogEntry(kept[0].commit_id, CHECKPOINT, _as_changes(before)),
-        *(LogEntry(c.commit_id, COMMITTED, c.changes) for c in kept),
+        *(LogEntry(c.commit_id, COMMITTED, c.changes, c.logged_at) for c in kept),
+        *rolled_back,
         *pinned,
     ]
 

@@ -30,9 +30,16 @@ from dynamic_ddl.upsert.commits import (
     commit_at,
     kept_commits,
     next_commit_id,
+    rolled_back_over,
     versions_after,
 )
-from dynamic_ddl.upsert.protocol import finish, mend_table, recover, stored_versions
+from dynamic_ddl.upsert.protocol import (
+    commit_clock,
+    finish,
+    mend_table,
+    recover,
+    stored_versions,
+)
 from dynamic_ddl.upsert.relayout import refuse_while_repartitioning
 from dynamic_ddl.upsert.spec import VERSION, UpsertError, UpsertSpec
 
@@ -41,8 +48,9 @@ COMMIT_ID = "20261101080000000000"  # the shape of a commit id (COMMIT_ID_FORMAT
 
 def commit_of(state: TableState, at: str, target: str) -> str:
     """The kept commit `at` names: a commit id (of the history or a savepoint), or the
-    newest commit of the history made at or before a UTC time (`2026-11-20 00:00:00`,
-    ISO 8601 too; a time with a zone is converted).
+    commit of the history the table showed at a UTC time (`2026-11-20 00:00:00`, ISO
+    8601 too; a time with a zone is converted): commits.commit_at. A time when a commit
+    since rolled back showed is refused: no read gives what the table showed then.
 
     Example:
         >>> from dynamic_ddl.upsert.commits import COMMITTED, replay
@@ -69,6 +77,15 @@ def commit_of(state: TableState, at: str, target: str) -> str:
     if when.tzinfo is not None:
         when = when.astimezone(UTC).replace(tzinfo=None)
     found = commit_at(state, when)
+    gone = rolled_back_over(state, when, found)
+    if gone is not None:
+        until = state.rolled_back_at.get(gone) or "later"
+        raise UpsertError(
+            f"At {when} UTC {target} may have shown commit {gone}, made {_made(gone)} UTC"
+            f" and rolled back at {until}: its files are gone, so no read gives what it"
+            f" showed then. Pass a time outside that window, or a kept commit's id"
+            f" ({', '.join(kept)})."
+        )
     if found is None:
         pinned = f"; its savepoints are named by id: {', '.join(sorted(state.savepoints))}"
         raise UpsertError(
@@ -126,7 +143,7 @@ def rollback_to(sql: Sql, spec: UpsertSpec, at: str) -> str | None:
         entry = LogEntry(commit_id, PENDING, changes)
         steps.reached("rollback_to.log_pending")
         write_log(sql, spec, entry)
-        finish(sql, spec, entry, state)
+        finish(sql, spec, entry, state, commit_clock(commit_id))
         return commit_id
 
 

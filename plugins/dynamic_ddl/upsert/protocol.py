@@ -31,9 +31,10 @@ a version a partition points at.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
@@ -60,12 +61,14 @@ from dynamic_ddl.upsert import commit_log
 from dynamic_ddl.upsert.commit_log import compact_log, drop_log, read_log, write_log
 from dynamic_ddl.upsert.commits import (
     COMMITTED,
+    LOGGED_AT_FORMAT,
     PENDING,
     ROLLED_BACK,
     ROLLING_BACK,
     LogEntry,
     PartitionChange,
     TableState,
+    commit_time,
     commits_to_keep,
     committed,
     next_commit_id,
@@ -124,6 +127,7 @@ def _commit(
     source = aligned_source(spec, source, data_columns, source_columns)
     state = recover(sql, spec)
     commit_id = next_commit_id(now or datetime.now(UTC), state.last_commit_id)
+    clock = commit_clock(commit_id)
     affected = _partitions_of(sql, spec, source)
     if not affected and not recomputed:
         return CommitResult(None, 0, 0)
@@ -167,7 +171,7 @@ def _commit(
     entry = LogEntry(commit_id, PENDING, changes)
     steps.reached("upsert.log_pending")
     write_log(sql, spec, entry)
-    finish(sql, spec, entry, state)
+    finish(sql, spec, entry, state, clock)
     return CommitResult(commit_id, len(changes), len(affected))
 
 
@@ -333,17 +337,40 @@ def _written_paths(sql: Sql, spec: UpsertSpec, commit_id: str) -> set[str]:
     return {row[0][: -len(suffix)].rstrip("/") for row in rows if row[0].endswith(suffix)}
 
 
-def finish(sql: Sql, spec: UpsertSpec, entry: LogEntry, before: TableState) -> TableState:
+def commit_clock(commit_id: str) -> Callable[[], datetime]:
+    """The clock of a commit's log lines: its id's time, plus the time since the id was
+    taken. In a run it is the host's UTC clock; a commit made with another `now` (tests,
+    a clock stepped back) keeps its lines' times after its id, as a reader of the log
+    compares them (commits.visible_at)."""
+    started = time.monotonic()
+    return lambda: commit_time(commit_id) + timedelta(seconds=time.monotonic() - started)
+
+
+def host_clock() -> datetime:
+    """This host's UTC clock, naive, as the log's times are (UTC)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def finish(
+    sql: Sql,
+    spec: UpsertSpec,
+    entry: LogEntry,
+    before: TableState,
+    clock: Callable[[], datetime] = host_clock,
+) -> TableState:
     """Point every changed partition at its new version, log the commit, drop old versions;
-    the state after (`before` is the state the commit started from).
+    the state after (`before` is the state the commit started from). The `committed`
+    line's time, by `clock`, is when the table shows the commit (time travel by time
+    reads it): after its partitions moved.
 
     Safe to repeat: recovery runs it again for a commit a killed run left pending.
     """
     steps.reached("upsert.point")
     _point(sql, spec, [(c.path, c.current, c.previous) for c in entry.changes])
     steps.reached("upsert.log_committed")
-    write_log(sql, spec, LogEntry(entry.commit_id, COMMITTED, entry.changes))
-    after = committed(before, entry)
+    logged_at = clock().strftime(LOGGED_AT_FORMAT)
+    write_log(sql, spec, LogEntry(entry.commit_id, COMMITTED, entry.changes, logged_at))
+    after = committed(before, entry, logged_at)
     steps.reached("upsert.clean_versions")
     clean_versions(sql, spec, after)
     keep = _commits_kept(spec, after)
@@ -502,7 +529,8 @@ def _finish_rollback(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> TableState:
     steps.reached("rollback.point")
     _point(sql, spec, [(c.path, c.previous, c.current) for c in entry.changes])
     steps.reached("rollback.log_rolled_back")
-    write_log(sql, spec, LogEntry(entry.commit_id, ROLLED_BACK, entry.changes))
+    logged_at = host_clock().strftime(LOGGED_AT_FORMAT)  # the end of the commit's window
+    write_log(sql, spec, LogEntry(entry.commit_id, ROLLED_BACK, entry.changes, logged_at))
     return read_log(sql, spec)
 
 

@@ -62,7 +62,7 @@
     Arguments:
         relation: the upsert table read, required
         at: a commit id (a `_commit_id` value, or a savepoint's), or a UTC time:
-            the newest kept commit made at or before it, required
+            the kept commit the table showed then, required
 #}
 {% macro as_of(relation, at) %}
     {%- if not execute -%}
