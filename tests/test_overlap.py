@@ -158,6 +158,9 @@ def test_a_holder_in_another_pid_namespace_of_this_host_name_is_not_taken_for_go
         f" 'holder.pid' = '{2**22 + 7}', 'holder.run' = 'elsewhere',"
         " 'lease.expires_at' = '4000000000.0')"
     )
-    with pytest.raises(LockTimeout, match="pid:\\[1\\]"):
-        with held(spark_sql(spark), "overlap_namespace.t", LockSettings(wait_seconds=0)):
-            pass
+    settings = LockSettings(wait_seconds=0)
+    with (
+        pytest.raises(LockTimeout, match="pid:\\[1\\]"),
+        held(spark_sql(spark), "overlap_namespace.t", settings),
+    ):
+        pass
