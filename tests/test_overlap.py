@@ -12,7 +12,15 @@ import pytest
 
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.job import ingest_topic
-from dynamic_ddl.locks import LockSettings, LockTimeout, RunLock, acquire, held, this_host
+from dynamic_ddl.locks import (
+    LockSettings,
+    LockTimeout,
+    NotALock,
+    RunLock,
+    acquire,
+    held,
+    this_host,
+)
 from dynamic_ddl.upsert.protocol import upsert
 from dynamic_ddl.upsert.spec import UpsertSpec
 
@@ -164,3 +172,19 @@ def test_a_holder_in_another_pid_namespace_of_this_host_name_is_not_taken_for_go
         held(spark_sql(spark), "overlap_namespace.t", settings),
     ):
         pass
+
+
+def test_a_table_of_the_locks_name_that_is_not_a_lock_is_never_taken_over(spark):
+    """Found by review: a table `<target>__lock` of a user's (no holder in its properties)
+    was read as an expired lock, renamed away and dropped, files and all. It is named in
+    an error instead, and kept."""
+    spark.sql("create database if not exists overlap_not_a_lock")
+    spark.sql("create table overlap_not_a_lock.t__lock (note string) using parquet")
+    spark.sql("insert into overlap_not_a_lock.t__lock values ('mine')")
+    settings = LockSettings(wait_seconds=0)
+    with (
+        pytest.raises(NotALock, match="overlap_not_a_lock.t__lock exists and is not a lock"),
+        held(spark_sql(spark), "overlap_not_a_lock.t", settings),
+    ):
+        pass
+    assert spark.table("overlap_not_a_lock.t__lock").collect()[0].note == "mine"

@@ -50,6 +50,10 @@ class LockLost(Exception):
     """This run's lease expired and another run took the lock over."""
 
 
+class NotALock(Exception):
+    """A table of the lock's name exists and is not a lock: never taken over (dropped)."""
+
+
 @dataclass(frozen=True)
 class Holder:
     """Who holds a lock and until when (seconds since the epoch)."""
@@ -173,8 +177,13 @@ def acquire(
             _drop_moved_aside(sql, lock)
             return me
         holder = read_holder(sql, lock)
-        if holder is not None and holder.is_stale(time.time()):
-            _take_over(sql, lock, holder)
+        if holder is not None and not holder.token and not _is_lock(sql, lock):
+            raise NotALock(
+                f"{lock} exists and is not a lock (its columns are not `holder`), so"
+                f" {table} cannot be locked: rename that table. Names ending in"
+                f" {LOCK_SUFFIX} are this project's locks."
+            )
+        if holder is not None and holder.is_stale(time.time()) and _take_over(sql, lock, holder):
             continue
         who = holder.describe() if holder else "another run"
         if not told:
@@ -235,23 +244,27 @@ def read_holder(sql: Sql, lock: str) -> Holder | None:
     )
 
 
-def _take_over(sql: Sql, lock: str, stale: Holder) -> None:
-    """Move a stale lock out of the way (only one of two racing runs can)."""
+def _take_over(sql: Sql, lock: str, stale: Holder) -> bool:
+    """Move a stale lock out of the way (only one of two racing runs can); whether it
+    was moved (else the caller waits as for a live holder, rather than spin)."""
     aside = f"{lock}_{stale.token[:12]}"
     steps.reached("lock.take_over")
     try:
         rename(sql, lock, aside)
     except Exception:
-        return  # another run moved it first, or the holder released it
+        # Another run moved it first, or the holder released it: try again at once; a
+        # lock that cannot be moved at all is waited for, then named, as a live one.
+        return read_holder(sql, lock) is None
     moved = read_holder(sql, aside)
     if moved is not None and moved.token != stale.token:
         # A new holder's lock was moved (it replaced the stale one meanwhile): put it back.
         # If that fails, its holder finds its lease gone at its next step and stops.
         with suppress(Exception):
             rename(sql, aside, lock)
-        return
+        return True
     steps.reached("lock.drop_stale")
     drop_table(sql, aside)
+    return True
 
 
 def _drop_moved_aside(sql: Sql, lock: str) -> None:
