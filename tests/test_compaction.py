@@ -183,8 +183,13 @@ def test_a_table_of_the_layout_before_slots_is_moved_by_the_next_batch(spark, sc
     assert set(before) < set(_rows(spark, RAW))
     assert spark.table(CHILD).count() == 3 * 2  # every line's two elements
     assert_every_line_accounted_for(spark, schema)
-    assert not (tmp_path / "raw_feed_old" / "v1").exists(), "the old folder was left behind"
-    assert not (tmp_path / "raw_feed__tags_old").exists(), "the old folder was left behind"
+    # The old folders stay until the next compaction: a query that listed the old
+    # partitions before the swap may read their folders after it (found by review).
+    old_folders = (tmp_path / "raw_feed_old" / "v1", tmp_path / "raw_feed__tags_old")
+    assert all(folder.exists() for folder in old_folders)
+    compact_topic(spark_sql(spark), RAW, after_days=None)
+    assert not any(folder.exists() for folder in old_folders), "an old folder was left behind"
+    assert set(before) < set(_rows(spark, RAW))
 
 
 def test_a_schema_folder_whose_name_a_uri_would_encode(spark, tmp_path):
