@@ -50,6 +50,9 @@ def session_settings() -> dict[str, str]:
         # over them grows without bound (a 1 GiB driver ran out of heap in the
         # optimizer on batch 2 of the sample). Our filters are written explicitly.
         "spark.sql.constraintPropagation.enabled": "false",
+        # No `${...}` replaced in statements, literals included: a value sent as a
+        # literal (a seed cell `${env:AWS_SECRET_ACCESS_KEY}`) is stored as written.
+        "spark.sql.variable.substitute": "false",
     }
 
 

@@ -14,13 +14,15 @@ from dbt.adapters.spark.session import NUMBERS, SessionConnectionWrapper
 from dynamic_ddl import pii
 from dynamic_ddl.adapter.python_jobs import CONNECT_MODE_ENV
 from dynamic_ddl.catalog import session_rows
+from dynamic_ddl.sql_text import string_literal
 
 
 class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
     """dbt-spark's session wrapper, with bound values rendered as safe SQL literals.
 
     Upstream pastes strings between quotes unescaped (a seed value holding a
-    quote breaks the statement) and renders None as the string 'None'.
+    quote breaks the statement, one holding `${env:NAME}` stores that variable),
+    renders None as the string 'None' and cuts times to milliseconds.
     """
 
     @classmethod
@@ -32,9 +34,10 @@ class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
         if isinstance(value, NUMBERS):
             return float(value)
         if isinstance(value, dt.datetime):
-            return f"'{value.strftime('%Y-%m-%d %H:%M:%S.%f')[:-3]}'"
-        escaped = str(value).replace("\\", "\\\\").replace("'", "\\'")
-        return f"'{escaped}'"
+            return string_literal(value.strftime("%Y-%m-%d %H:%M:%S.%f"))
+        # string_literal escapes `$` too: Spark replaces `${env:...}` in a literal by
+        # the server's environment (found by review: a seed cell could store a secret).
+        return string_literal(str(value))
 
     def fetchall(self) -> list[Any] | None:
         """The rows, with TIMESTAMP values in UTC as on every target (session_rows)."""
