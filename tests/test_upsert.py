@@ -560,3 +560,20 @@ def test_a_delete_that_appears_while_the_source_is_read_empties_no_unread_partit
     ]
     upsert(sql, spec, source)  # the rerun: the delete wins, d2 keeps its other keys
     assert _rows(spark, spec.target) == [("d2", "b", "on", 1), ("d2", "x", "on", 1)]
+
+
+def test_a_key_of_another_type_than_the_stored_one_is_refused_naming_the_fix(spark, sql):
+    """Found by review: landing keys became text, while a table built before stored them
+    as numbers. Compared through a cast and bucketed by another hash, a stored key was
+    not found, and stayed beside its new row. Such a batch is refused; nothing changes."""
+    spec = _spec("key_types", delete_marker=None)
+    spark.createDataFrame(
+        [("d1", 7, "on", 1)], "day string, device bigint, state string, log_ts bigint"
+    ).createOrReplaceTempView("numbers")
+    upsert(sql, spec, "numbers")
+    spark.createDataFrame(
+        [("d1", "7", "off", 2)], "day string, device string, state string, log_ts bigint"
+    ).createOrReplaceTempView("texts")
+    with pytest.raises(UpsertError, match=r"key device as bigint.*sends string.*--full-refresh"):
+        upsert(sql, spec, "texts")
+    assert _rows(spark, spec.target) == [("d1", 7, "on", 1)]

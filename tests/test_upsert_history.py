@@ -32,6 +32,7 @@ from dynamic_ddl.upsert.commits import (
     PartitionChange,
     commit_at,
     commit_time,
+    commits_to_keep,
     compacted,
     replay,
     rolled_back_over,
@@ -251,6 +252,26 @@ def test_a_time_when_a_commit_since_rolled_back_showed_is_refused():
         after = START + timedelta(hours=1, minutes=45)
         assert commit_of(state, after.isoformat(sep=" "), "s.t") == first.commit_id
         assert commit_of(state, "2026-11-01 02:02:00", "s.t") == third.commit_id
+
+
+def test_keep_days_keeps_the_commit_shown_at_the_start_of_its_days():
+    """Found by review: keep_days counted commits by their ids. One that started before
+    the days kept and showed in them was kept as the oldest, but the commit the table
+    showed at their start (the one before it) was not: a time there could not be read."""
+    first, started_before, last = (
+        LogEntry(when.strftime("%Y%m%d%H%M%S%f"), COMMITTED, (), shown.strftime(LOGGED_AT_FORMAT))
+        for when, shown in (
+            (datetime(2026, 11, 2), datetime(2026, 11, 2, 0, 1)),
+            (datetime(2026, 11, 3, 23, 55), datetime(2026, 11, 4, 0, 10)),
+            (datetime(2026, 11, 6), datetime(2026, 11, 6, 0, 1)),
+        )
+    )
+    state = replay([first, started_before, last])
+    keep = commits_to_keep(state, 1, keep_days=2)  # from Nov 4 00:00
+    shown_at_start = commit_at(state, datetime(2026, 11, 4, 0, 5))
+    assert shown_at_start == first.commit_id
+    # The table reads as of each of its last keep + 1 commits (TableState.retained).
+    assert shown_at_start in [c.commit_id for c in state.history[-(keep + 1) :]]
 
 
 def test_a_log_compacted_without_times_reads_commits_by_their_ids():

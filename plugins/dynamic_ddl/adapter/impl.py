@@ -343,12 +343,12 @@ class DynamicSparkAdapter(SparkAdapter):
     def hold_run_lock(self, schema: str) -> str:
         """Take this dbt run's lock on `schema` (locks.RunLock) until release_run_lock,
         waiting for another run that holds it; who holds it now, as a person reads it."""
-        from dynamic_ddl.locks import LockSettings, LockTimeout, RunLock
+        from dynamic_ddl.locks import LockSettings, LockTimeout, NotALock, RunLock
 
         lock = RunLock(schema, LockSettings.from_env(), self._with_own_connection)
         try:
             holder = lock.acquire(self._fetch_rows, waiting=_LOGGER.info)
-        except LockTimeout as error:
+        except (LockTimeout, NotALock) as error:
             raise DbtRuntimeError(str(error)) from None
         _RUN_LOCKS[schema] = lock
         self._list_cached_schemas_again()
@@ -388,21 +388,24 @@ class DynamicSparkAdapter(SparkAdapter):
         model's commit takes the table's lock: a rollback in between was undone by that
         commit, and its batches never read again (found by review). So such operations
         wait for a run to end, and a run started meanwhile waits for them."""
-        from dynamic_ddl.locks import LockSettings, LockTimeout, RunLock
+        from dynamic_ddl.locks import LockSettings, LockTimeout, NotALock, RunLock
 
         schema = self.config.credentials.schema
-        if schema in _RUN_LOCKS:
+        held = _RUN_LOCKS.get(schema)
+        if held is not None and held.holder is not None and held.lost is None:
             yield
             return
         lock = RunLock(schema, LockSettings.from_env(), self._with_own_connection)
         try:
             lock.acquire(self._fetch_rows, waiting=_LOGGER.info)
-        except LockTimeout as error:
+        except (LockTimeout, NotALock) as error:
             raise DbtRuntimeError(str(error)) from None
         try:
             yield
         finally:
             lock.release(self._fetch_rows)
+            if lock.lost is not None:
+                _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
 
     def _with_own_connection(self, work: Any) -> None:
         """Call `work` with a Sql on a connection of the calling thread (the lock's

@@ -214,7 +214,13 @@ def commits_to_keep(state: TableState, keep_commits: int, keep_days: int | None 
     if not keep_days or state.last_commit_id is None:
         return keep_commits
     start = commit_time(state.last_commit_id) - timedelta(days=keep_days)
-    recent = sum(1 for commit in state.history if commit_time(commit.commit_id) >= start)
+    # Made or shown in those days: a commit that started before them and showed in
+    # them counts, so the one the table showed at their start is kept (commit_at).
+    recent = sum(
+        1
+        for commit in state.history
+        if max(commit_time(commit.commit_id), visible_at(commit)) >= start
+    )
     return max(keep_commits, recent)
 
 

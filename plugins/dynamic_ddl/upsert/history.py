@@ -140,10 +140,11 @@ def rollback_to(sql: Sql, spec: UpsertSpec, at: str) -> str | None:
         if not changes:
             return None
         commit_id = next_commit_id(datetime.now(UTC), state.last_commit_id)
+        clock = commit_clock(commit_id)
         entry = LogEntry(commit_id, PENDING, changes)
         steps.reached("rollback_to.log_pending")
         write_log(sql, spec, entry)
-        finish(sql, spec, entry, state, commit_clock(commit_id))
+        finish(sql, spec, entry, state, clock)
         return commit_id
 
 

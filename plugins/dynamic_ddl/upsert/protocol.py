@@ -73,6 +73,7 @@ from dynamic_ddl.upsert.commits import (
     committed,
     next_commit_id,
     replay,
+    visible_at,
 )
 from dynamic_ddl.upsert.merge import (
     aligned_source,
@@ -123,6 +124,7 @@ def _commit(
     finish_repartition(sql, spec)
     source_columns = table_columns(sql, source)
     data_columns = ensure_tables(sql, spec, source_columns)
+    refuse_changed_key_types(spec, source_columns, data_columns)
     data = [name for name, _ in data_columns]
     source = aligned_source(spec, source, data_columns, source_columns)
     state = recover(sql, spec)
@@ -337,6 +339,29 @@ def _written_paths(sql: Sql, spec: UpsertSpec, commit_id: str) -> set[str]:
     return {row[0][: -len(suffix)].rstrip("/") for row in rows if row[0].endswith(suffix)}
 
 
+def refuse_changed_key_types(
+    spec: UpsertSpec, source: list[tuple[str, str]], stored: list[tuple[str, str]]
+) -> None:
+    """Refuse a batch whose key column has another type than the table's: its keys would
+    be compared through a cast (`"SN-A"` fails, `7` and `"7"` may meet or not) and
+    bucketed by another hash, so a stored key would not be found and would stay beside
+    its new row (found by review, when landing keys became text).
+
+    Example:
+        >>> refuse_changed_key_types(UpsertSpec("s.t", ("id",)), [("id", "string")], [])
+    """
+    types = {name.lower(): data_type.lower() for name, data_type in stored}
+    keys = {column.lower() for column in spec.unique_key}
+    for name, data_type in source:
+        was = types.get(name.lower())
+        if name.lower() in keys and was not in (None, data_type.lower()):
+            raise UpsertError(
+                f"{spec.target} stores its key {name} as {was}, and this batch sends"
+                f" {data_type.lower()}: rebuild it, and what reads it, with --full-refresh"
+                f" (dbt build --select '{spec.table_name}+' --full-refresh)."
+            )
+
+
 def commit_clock(commit_id: str) -> Callable[[], datetime]:
     """The clock of a commit's log lines: its id's time, plus the time since the id was
     taken. In a run it is the host's UTC clock; a commit made with another `now` (tests,
@@ -368,7 +393,8 @@ def finish(
     steps.reached("upsert.point")
     _point(sql, spec, [(c.path, c.current, c.previous) for c in entry.changes])
     steps.reached("upsert.log_committed")
-    logged_at = clock().strftime(LOGGED_AT_FORMAT)
+    # Never before the commit's id: a recovery's host clock may be behind a bumped id.
+    logged_at = max(clock(), commit_time(entry.commit_id)).strftime(LOGGED_AT_FORMAT)
     write_log(sql, spec, LogEntry(entry.commit_id, COMMITTED, entry.changes, logged_at))
     after = committed(before, entry, logged_at)
     steps.reached("upsert.clean_versions")
@@ -441,7 +467,7 @@ def recover(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> Tabl
     if state.pending is None:
         return state
     if state.pending.action == ROLLING_BACK:
-        return _finish_rollback(sql, spec, state.pending)
+        return _finish_rollback(sql, spec, state.pending, state.last_commit)
     return finish(sql, spec, state.pending, state)
 
 
@@ -519,17 +545,25 @@ def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
             )
         steps.reached("rollback.log_rolling_back")
         write_log(sql, spec, LogEntry(last.commit_id, ROLLING_BACK, last.changes))
-        _finish_rollback(sql, spec, last)
+        _finish_rollback(sql, spec, last, last)
         return last.commit_id
 
 
-def _finish_rollback(sql: Sql, spec: UpsertSpec, entry: LogEntry) -> TableState:
+def _finish_rollback(
+    sql: Sql, spec: UpsertSpec, entry: LogEntry, undone: LogEntry | None
+) -> TableState:
     """Point the partitions `entry` changed back at their previous versions and log
-    `rolled_back`; safe to repeat (recovery finishes a killed rollback with it)."""
+    `rolled_back`; safe to repeat (recovery finishes a killed rollback with it).
+    `undone` is the commit rolled back, as its `committed` line says (its time)."""
     steps.reached("rollback.point")
     _point(sql, spec, [(c.path, c.previous, c.current) for c in entry.changes])
     steps.reached("rollback.log_rolled_back")
-    logged_at = host_clock().strftime(LOGGED_AT_FORMAT)  # the end of the commit's window
+    # The end of the commit's window, never before it showed: its line's time is on its
+    # commit's clock, which runs ahead of this host's when its id was bumped.
+    ended = host_clock()
+    if undone is not None and undone.commit_id == entry.commit_id:
+        ended = max(ended, visible_at(undone))
+    logged_at = ended.strftime(LOGGED_AT_FORMAT)
     write_log(sql, spec, LogEntry(entry.commit_id, ROLLED_BACK, entry.changes, logged_at))
     return read_log(sql, spec)
 
