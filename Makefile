@@ -64,7 +64,7 @@ test: setup $(BROWSER_STAMP) lint ## The full test suite (lint, then pytest on a
 	$(BIN)/pytest
 
 FUZZ_EXAMPLES ?= 300
-fuzz: setup ## Property tests on many new random inputs (FUZZ_EXAMPLES=300: about an hour)
+fuzz: setup ## Property tests on many new random inputs (FUZZ_EXAMPLES=300: about an hour and a half)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(BIN)/pytest -p no:cacheprovider \
 		tests/test_fuzz_ingest.py tests/adapter/test_pivot_fuzz.py tests/test_upsert_properties.py
 
