@@ -577,3 +577,34 @@ def test_a_key_of_another_type_than_the_stored_one_is_refused_naming_the_fix(spa
     with pytest.raises(UpsertError, match=r"key device as bigint.*sends string.*--full-refresh"):
         upsert(sql, spec, "texts")
     assert _rows(spark, spec.target) == [("d1", 7, "on", 1)]
+
+
+@pytest.mark.parametrize(
+    ("name", "partition", "value"),
+    [
+        ("fraction", "timestamp", "timestamp'2026-11-01 10:00:00.5'"),
+        ("exponent", "double", "1e20"),
+        ("java_long", "double", "1e23"),  # Java 17 writes 9.999999999999999E22
+    ],
+)
+def test_a_delete_beats_a_late_update_in_a_partition_spark_names_its_own_way(
+    spark, sql, name, partition, value
+):
+    """Found by review: the upsert named a partition from its Python value
+    (`10:00:00.500000`, `1e+20`) where Spark names it `10:00:00.5`, `1.0E20`: the
+    partition's remembered deletes were not found, and a late, older update brought a
+    deleted key back."""
+    spec = _spec(f"named_{name}", partition_by=("p",))
+    columns = f"cast({value} as {partition}) as p, 'a' as device"
+
+    def commit(state: str | None, log_ts: int, gone: bool) -> None:
+        spark.sql(
+            f"select {columns}, {sql_text.sql_literal(state)} as state, {log_ts} as log_ts,"
+            f" {str(gone).lower()} as gone"
+        ).createOrReplaceTempView("batch")
+        upsert(sql, spec, "batch")
+
+    commit("on", 1, False)
+    commit(None, 3, True)  # deleted: remembered, the partition left with no row
+    commit("late", 2, False)  # older than the delete: must not bring `a` back
+    assert spark.table(spec.target).count() == 0

@@ -9,8 +9,11 @@ the adapter (`adapter.string_literal`).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
@@ -179,7 +182,47 @@ def partition_path(columns: Sequence[str], values: Sequence[Any]) -> str:
 def _path_value(value: Any) -> str:
     if value is None:
         return NULL_PARTITION
-    return _escape_path(str(value).lower() if isinstance(value, bool) else str(value))
+    return _escape_path(spark_text(value))
+
+
+def spark_text(value: Any) -> str:
+    """A partition value as Spark's `cast(value as string)` writes it, which names its
+    folder: a boolean in lower case, a time without trailing zeros in its fraction, a
+    double as Java writes one. Python's own text differed (`10:00:00.500000`,
+    `1e+20`): the upsert then missed a partition's remembered deletes (found by
+    review).
+
+    Example:
+        >>> from datetime import datetime
+        >>> spark_text(datetime(2026, 11, 1, 10, 0, 0, 500000)), spark_text(True)
+        ('2026-11-01 10:00:00.5', 'true')
+        >>> [spark_text(x) for x in (1e20, 100.0, 0.001, 1.5e-05, 12345678.9, -0.0)]
+        ['1.0E20', '100.0', '0.001', '1.5E-5', '1.23456789E7', '-0.0']
+    """
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, datetime):
+        fraction = f"{value.microsecond:06d}".rstrip("0")
+        return value.strftime("%Y-%m-%d %H:%M:%S") + (f".{fraction}" if fraction else "")
+    if isinstance(value, float):
+        return _java_double(value)
+    return str(value)
+
+
+def _java_double(number: float) -> str:
+    """Java's Double.toString: plain from 1e-3 to 1e7, else d.dddE<exponent>; the
+    digits Python's repr finds (the shortest that read back)."""
+    if math.isnan(number) or math.isinf(number):
+        return "NaN" if math.isnan(number) else ("-" if number < 0 else "") + "Infinity"
+    if number == 0 or 1e-3 <= abs(number) < 1e7:
+        plain = repr(number)
+        if "e" in plain:  # repr writes some numbers of this range with an exponent
+            plain = format(Decimal(plain), "f")
+        return plain if "." in plain else plain + ".0"
+    sign, digits, exponent = Decimal(repr(number)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    power = exponent + len(text) - 1
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"
 
 
 def path_values(path: str) -> list[str]:

@@ -50,9 +50,11 @@ from dynamic_ddl.sql_text import (
     partition_path,
     partition_spec,
     partitions_predicate,
+    path_row,
     path_values,
     quoted_identifier,
     rows_predicate,
+    spark_text,
     sql_literal,
     string_literal,
     unescape_path,
@@ -212,9 +214,31 @@ def _tombstone_partitions(spec: UpsertSpec, state: TableState, affected: list[tu
     found = []
     for values in affected:
         version = state.versions.get(partition_path(spec.partition_by, values))
+        if version is None and any(isinstance(value, float) for value in values):
+            version = _version_of_equal_values(state, values)
         if version is not None:
             found.append((*values, tombstone_version(version)))
     return found
+
+
+def _version_of_equal_values(state: TableState, values: tuple) -> str | None:
+    """The version of the partition whose values equal `values`, doubles compared as
+    numbers: Java 17 writes a few doubles with more digits than the shortest that reads
+    back (`9.999999999999999E22` for 1e23), so its folder's name is not spark_text's."""
+
+    def same(text: str | None, value: object) -> bool:
+        if isinstance(value, float) and text is not None:
+            try:
+                return float(text) == value
+            except ValueError:
+                return False
+        return text == (None if value is None else spark_text(value))
+
+    for path, version in state.versions.items():
+        row = path_row(path)
+        if len(row) == len(values) and all(map(same, row, values)):
+            return version
+    return None
 
 
 def _write_new_versions(sql: Sql, spec: UpsertSpec, merged: str, data: list[str], commit: str):
