@@ -210,6 +210,13 @@ def _compact(spark, schema, inbox):
     assert set(root.glob("*=*/*=*")) - read <= read_before, f"{table} left folders"
 
 
+def _migrated_layout(spark, schema, inbox):
+    """A raw table the next batch moved out of the layout before compaction: its old
+    folder is left for the next compaction to remove."""
+    _old_layout(spark, schema, inbox)
+    _ingest(spark, schema, inbox)
+
+
 def _raw_rows_unchanged(spark, schema, before, after):
     """The raw table holds the rows it held, under its name or under the retired name
     between a swap's two renames (which the next run puts back)."""
@@ -586,6 +593,14 @@ SCENARIOS = [
     ),
     # A table of the layout before compaction, moved by the next batch.
     Scenario("raw_layout_migration", _old_layout, _ingest, _raw_whole, ("raw_layout.",)),
+    # The compaction after it, which removes the old folder.
+    Scenario(
+        "raw_retired_folder",
+        _migrated_layout,
+        _compact,
+        _raw_rows_unchanged,
+        ("raw_compaction.remove_retired",),
+    ),
     # A ledger of the first layout moved to one partitioned by batch.
     Scenario(
         "ledger_migration",

@@ -343,16 +343,28 @@ class DynamicSparkAdapter(SparkAdapter):
     def hold_run_lock(self, schema: str) -> str:
         """Take this dbt run's lock on `schema` (locks.RunLock) until release_run_lock,
         waiting for another run that holds it; who holds it now, as a person reads it."""
+        lock = self._take_run_lock(schema)
+        _RUN_LOCKS[schema] = lock
+        self._list_cached_schemas_again()
+        return lock.holder.describe()
+
+    def _take_run_lock(self, schema: str) -> Any:
+        """The run lock on `schema` (locks.RunLock), taken, waiting for its holder; a
+        dbt error naming the holder when the wait ends."""
         from dynamic_ddl.locks import LockSettings, LockTimeout, NotALock, RunLock
 
         lock = RunLock(schema, LockSettings.from_env(), self._with_own_connection)
         try:
-            holder = lock.acquire(self._fetch_rows, waiting=_LOGGER.info)
+            lock.acquire(self._fetch_rows, waiting=_LOGGER.info)
         except (LockTimeout, NotALock) as error:
             raise DbtRuntimeError(str(error)) from None
-        _RUN_LOCKS[schema] = lock
-        self._list_cached_schemas_again()
-        return holder.describe()
+        return lock
+
+    def _give_back_run_lock(self, schema: str, lock: Any) -> None:
+        """Release a run lock this process took, saying if its lease went unrenewed."""
+        lock.release(self._fetch_rows)
+        if lock.lost is not None:
+            _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
 
     def _list_cached_schemas_again(self) -> None:
         """Replace dbt's relation cache, filled before this run held its lock: another run
@@ -373,11 +385,8 @@ class DynamicSparkAdapter(SparkAdapter):
     def release_run_lock(self, schema: str) -> None:
         """Release this run's lock on `schema`, if it holds it."""
         lock = _RUN_LOCKS.pop(schema, None)
-        if lock is None:
-            return
-        lock.release(self._fetch_rows)
-        if lock.lost is not None:
-            _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
+        if lock is not None:
+            self._give_back_run_lock(schema, lock)
 
     @contextmanager
     def _operation_lock(self) -> Iterator[None]:
@@ -388,24 +397,16 @@ class DynamicSparkAdapter(SparkAdapter):
         model's commit takes the table's lock: a rollback in between was undone by that
         commit, and its batches never read again (found by review). So such operations
         wait for a run to end, and a run started meanwhile waits for them."""
-        from dynamic_ddl.locks import LockSettings, LockTimeout, NotALock, RunLock
-
         schema = self.config.credentials.schema
         held = _RUN_LOCKS.get(schema)
         if held is not None and held.holder is not None and held.lost is None:
             yield
             return
-        lock = RunLock(schema, LockSettings.from_env(), self._with_own_connection)
-        try:
-            lock.acquire(self._fetch_rows, waiting=_LOGGER.info)
-        except (LockTimeout, NotALock) as error:
-            raise DbtRuntimeError(str(error)) from None
+        lock = self._take_run_lock(schema)
         try:
             yield
         finally:
-            lock.release(self._fetch_rows)
-            if lock.lost is not None:
-                _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
+            self._give_back_run_lock(schema, lock)
 
     def _with_own_connection(self, work: Any) -> None:
         """Call `work` with a Sql on a connection of the calling thread (the lock's
