@@ -33,6 +33,7 @@ HOSTILE = [
     "tab\there",
     "semi; drop table x; --",
     "${var}",
+    "${env:HOME}",  # a variable Spark would substitute, had string_literal not escaped `$`
     "%2F",
     "a/b=c",
     "ünïcødé ☃",
