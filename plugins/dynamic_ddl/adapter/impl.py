@@ -27,6 +27,7 @@ from dynamic_ddl.adapter.discovered_columns import (
 )
 from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
 from dynamic_ddl.catalog import read_settled
+from dynamic_ddl.sql_text import quoted_identifier
 
 
 class DynamicSparkAdapter(SparkAdapter):
@@ -63,6 +64,12 @@ class DynamicSparkAdapter(SparkAdapter):
             adapter_version=import_module(f"dbt.adapters.{cls.type()}.__version__").version,
             model_adapter_details=cls._get_adapter_specific_run_info(config),
         )
+
+    def quote(self, identifier: str) -> str:
+        """`adapter.quote` in macros: backquotes inside a name doubled, as every identifier
+        we build is (dbt-spark's wraps the name as it is, so a column named with one broke
+        the SQL of `table_checksums`, `pivot` and snapshots)."""
+        return quoted_identifier(identifier)
 
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
         return AdapterResponse(_message="OK", code="OK")
