@@ -13,12 +13,19 @@ import pytest
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.locks import (
+    Holder,
+    LockLost,
     LockSettings,
     LockTimeout,
     NotALock,
     RunLock,
+    _take_over,
     acquire,
     held,
+    lock_table,
+    read_holder,
+    release,
+    renew,
     this_host,
 )
 from dynamic_ddl.upsert.protocol import upsert
@@ -188,3 +195,47 @@ def test_a_table_of_the_locks_name_that_is_not_a_lock_is_never_taken_over(spark)
     ):
         pass
     assert spark.table("overlap_not_a_lock.t__lock").collect()[0].note == "mine"
+
+
+def test_a_holder_that_renews_as_its_lock_is_taken_over_keeps_it(spark):
+    """Found by review: a run whose lease had run out read the lock as stale; the holder
+    renewed it; the run then moved it aside and dropped it, and both ran on. A lock
+    renewed after it was read as stale is put back, and the taker waits."""
+    spark.sql("create database if not exists overlap_renewed")
+    sql = spark_sql(spark)
+    table = "overlap_renewed.t"
+    holder = acquire(sql, table, LockSettings(wait_seconds=0, lease_seconds=0.5))
+    time.sleep(0.6)
+    stale = read_holder(sql, lock_table(table))
+    assert stale.is_stale(time.time())  # its lease ran out: a taker's view
+    renewed = renew(sql, table, holder, 60, "a step")
+
+    _take_over(sql, lock_table(table), stale)
+
+    assert read_holder(sql, lock_table(table)) == renewed
+    with pytest.raises(LockTimeout, match=f"process {os.getpid()}"):
+        acquire(sql, table, LockSettings(wait_seconds=0))
+    release(sql, table, renewed)
+
+
+def test_a_renewal_racing_a_take_over_is_lost_not_kept(spark):
+    """Found by review: a holder past its lease read its own lock, another run took it
+    over, and the holder's renewal then extended the new holder's lease and went on as
+    if it held the lock. A renewal reads the lock again after it: LockLost."""
+    spark.sql("create database if not exists overlap_renew_race")
+    sql = spark_sql(spark)
+    table = "overlap_renew_race.t"
+    first = acquire(sql, table, LockSettings(wait_seconds=0, lease_seconds=0.5))
+    second: list[Holder] = []
+
+    def taken_over_after_the_first_read(statement: str):
+        rows = sql(statement)
+        if statement.startswith("show tblproperties") and not second:
+            time.sleep(0.6)  # the first holder's lease runs out
+            second.append(acquire(sql, table, LockSettings(wait_seconds=0)))
+        return rows
+
+    with pytest.raises(LockLost, match="taken over by process"):
+        renew(taken_over_after_the_first_read, table, first, 60, "a step")
+    assert read_holder(sql, lock_table(table)).token == second[0].token
+    release(sql, table, second[0])

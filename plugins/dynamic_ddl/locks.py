@@ -256,9 +256,11 @@ def _take_over(sql: Sql, lock: str, stale: Holder) -> bool:
         # lock that cannot be moved at all is waited for, then named, as a live one.
         return read_holder(sql, lock) is None
     moved = read_holder(sql, aside)
-    if moved is not None and moved.token != stale.token:
-        # A new holder's lock was moved (it replaced the stale one meanwhile): put it back.
-        # If that fails, its holder finds its lease gone at its next step and stops.
+    if moved is not None and (moved.token != stale.token or moved.expires_at > stale.expires_at):
+        # A new holder's lock was moved (it replaced the stale one meanwhile), or the
+        # holder renewed its lease since we read it (found by review: its lock was
+        # dropped while it ran on): put it back. If that fails, its holder finds its
+        # lease gone at its next renewal and stops.
         with suppress(Exception):
             rename(sql, aside, lock)
         return True
@@ -309,6 +311,15 @@ def renew(sql: Sql, table: str, holder: Holder, lease_seconds: float, where: str
         f"alter table {quoted_table(lock)} set tblproperties ("
         f"'lease.expires_at' = {string_literal(repr(renewed.expires_at))})"
     )
+    # Read again: a run that took the lock over between the read and the alter got its
+    # lease extended, not ours (found by review: both ran on).
+    after = read_holder(sql, lock)
+    if after is None or after.token != holder.token:
+        who = after.describe() if after else "nobody"
+        raise LockLost(
+            f"The lease on {lock} ran out and it was taken over by {who} as this run"
+            f" renewed it at {where}. Raise {LEASE_ENV} if a step takes longer than the lease."
+        )
     return renewed
 
 
