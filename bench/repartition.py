@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from dataclasses import replace
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
@@ -87,7 +88,8 @@ def measure() -> dict[str, list[float]]:
         for run in range(RUNS * 2):
             layout = LAYOUTS[run % 2]
             started = time.perf_counter()
-            repartition(sql, UpsertSpec.of_table(sql, f"{SCHEMA}.events"), layout)
+            existing = UpsertSpec.of_table(sql, f"{SCHEMA}.events")
+            repartition(sql, replace(existing, unique_key=("device",)), layout)
             times["repartition"].append(time.perf_counter() - started)
             assert partition_columns(sql, f"{SCHEMA}.events") == list(layout)
             for model in MODELS:  # from scratch, into the same layout

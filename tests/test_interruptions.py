@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -373,7 +373,8 @@ def _repartition(spark, schema, inbox):
     """Repartition by the key, as the operation does (a rerun finds it done, or undone):
     b's remembered delete moves to a partition of its own, which holds no row."""
     sql = _sql(spark)
-    repartition(sql, UpsertSpec.of_table(sql, f"{schema}.target"), ["id"])
+    existing = replace(UpsertSpec.of_table(sql, f"{schema}.target"), unique_key=SPEC[0])
+    repartition(sql, existing, ["id"])
 
 
 def _drop(spark, schema, inbox):

@@ -70,6 +70,12 @@ def _spec(name: str, **overrides) -> UpsertSpec:
     return UpsertSpec(f"{SCHEMA}.{name}", ("device",), "log_ts", ("day",), **overrides)
 
 
+def _existing(sql, spec: UpsertSpec) -> UpsertSpec:
+    """The existing table's spec with its model's key, as `run-operation repartition`
+    passes it."""
+    return replace(UpsertSpec.of_table(sql, spec.target), unique_key=spec.unique_key)
+
+
 def _rows(spark, relation: str) -> list[tuple]:
     rows = spark.sql(f"select day, device, state, log_ts from {relation}").collect()
     return sorted(tuple(r) for r in rows)
@@ -332,7 +338,7 @@ def test_repartition_changes_the_layout_in_place_and_the_table_goes_on(spark, sq
     lineage = f"select device, _commit_id from {spec.target}"
     ids_before = sorted(tuple(r) for r in sql(lineage))
     seen = max(commit_id for _, commit_id in ids_before)  # what a downstream model took
-    commit = repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state", "day"])
+    commit = repartition(sql, _existing(sql, spec), ["state", "day"])
     assert partition_columns(sql, spec.target) == ["state", "day"]
     assert _rows(spark, spec.target) == states[-1]
     # Rows keep their commit ids: a model pulling changed_since finds nothing new.
@@ -343,7 +349,7 @@ def test_repartition_changes_the_layout_in_place_and_the_table_goes_on(spark, sq
     assert not table_exists(sql, f"{spec.target}__repartition")
     store = local_path(table_location(sql, spec.versions))
     assert {p.name.split("=")[0] for p in store.iterdir() if "=" in p.name} == {"state"}
-    assert repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state", "day"]) is None
+    assert repartition(sql, _existing(sql, spec), ["state", "day"]) is None
 
     # The model's old partition_by fails, naming the fix; the new one commits.
     with pytest.raises(UpsertError, match="partitioned by .*run-operation repartition"):
@@ -370,10 +376,10 @@ def test_remembered_deletes_move_with_a_repartition(spark, sql):
     commit([("d1", "a", "on", 1, False), ("d1", "b", "on", 1, False)], spec)
     commit([("d1", "b", None, 5, True)], spec)  # b deleted at 5: remembered
     with pytest.raises(UpsertError, match="remembers deletes .* state"):
-        repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state"])  # deletes keep none
+        repartition(sql, _existing(sql, spec), ["state"])  # deletes keep none
     assert partition_columns(sql, spec.target) == ["day"]
 
-    repartition(sql, UpsertSpec.of_table(sql, spec.target), ["device"])
+    repartition(sql, _existing(sql, spec), ["device"])
     relaid = replace(spec, partition_by=("device",))
     # An update older than the delete, arriving late, does not bring b back; a newer does.
     commit([("d1", "b", "stale", 3, False)], relaid)
@@ -383,7 +389,7 @@ def test_remembered_deletes_move_with_a_repartition(spark, sql):
     # Deletes a merge no longer finds (past tombstone_days; 0: none) do not stand in the
     # way of a layout that cannot place them.
     commit([("d1", "a", None, 9, True)], relaid)
-    forgets = replace(UpsertSpec.of_table(sql, spec.target), tombstone_days=0)
+    forgets = replace(_existing(sql, spec), tombstone_days=0)
     repartition(sql, forgets, ["state"])
     assert partition_columns(sql, spec.target) == ["state"]
     assert _rows(spark, spec.target) == [("d1", "b", "back", 7)]
@@ -400,7 +406,7 @@ def _interrupted_repartition(sql, spec: UpsertSpec, partition_by: list[str], at:
             raise steps.Interrupted(step)
 
     with pytest.raises(steps.Interrupted), steps.hooked(hook):
-        repartition(sql, UpsertSpec.of_table(sql, spec.target), partition_by)
+        repartition(sql, _existing(sql, spec), partition_by)
 
 
 def test_a_killed_repartition_leaves_readers_and_rebuilds_whole(spark, sql, monkeypatch):
@@ -458,7 +464,7 @@ def test_readers_by_the_log_refuse_a_repartition_killed_after_its_swap(spark, sq
 def test_repartition_refuses_what_it_cannot_do_and_says_why(spark, sql):
     spec = _spec("not_relaid")
     _commits(spark, sql, spec, 2)
-    existing = UpsertSpec.of_table(sql, spec.target)
+    existing = _existing(sql, spec)
     for partition_by, message in (
         ([], "needs partition_by"),
         (["nope"], "must name distinct columns .*nope"),
@@ -471,6 +477,34 @@ def test_repartition_refuses_what_it_cannot_do_and_says_why(spark, sql):
     with pytest.raises(UpsertError, match="release them first"):
         repartition(sql, existing, ["state"])
     assert partition_columns(sql, spec.target) == ["day"]
+
+
+def test_repartition_never_puts_two_rows_of_a_key_in_one_partition(spark, sql):
+    """Found by review: without global_key a key is unique within its partition only,
+    so a key stored on two days is two rows. Repartitioned by state, both sat in one
+    partition, and the next commit there kept one: a row lost with no delete. Such a
+    layout is refused, naming the fix; one keeping the day, or a global key, is not."""
+    spec = _spec("relaid_keys")
+
+    def commit(rows: list[tuple], target: UpsertSpec) -> None:
+        spark.createDataFrame(rows, COLUMNS).createOrReplaceTempView("batch")
+        upsert(sql, target, "batch")
+
+    commit([("d1", "a", "on", 1)], spec)
+    commit([("d2", "a", "on", 2)], spec)  # the same key on another day: a second row
+    stored = _rows(spark, spec.target)
+    assert len(stored) == 2
+    with pytest.raises(UpsertError, match="rows of one key .*device.* Keep day"):
+        repartition(sql, _existing(sql, spec), ["state"])
+    with pytest.raises(UpsertError, match="needs the model's unique_key"):
+        repartition(sql, UpsertSpec.of_table(sql, spec.target), ["state"])
+    assert partition_columns(sql, spec.target) == ["day"]
+    assert _rows(spark, spec.target) == stored
+
+    repartition(sql, _existing(sql, spec), ["state", "day"])  # keeps the day: no check
+    relaid = replace(spec, partition_by=("state", "day"))
+    commit([("d3", "b", "on", 3)], relaid)
+    assert _rows(spark, spec.target) == sorted([*stored, ("d3", "b", "on", 3)])
 
 
 def test_bad_keep_commits_or_keep_days_names_the_fix():

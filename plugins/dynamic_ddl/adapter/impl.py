@@ -316,11 +316,17 @@ class DynamicSparkAdapter(SparkAdapter):
 
     @available
     def repartition_upsert(
-        self, relation: Any, partition_by: Any, tombstone_days: int | None = None
+        self,
+        relation: Any,
+        partition_by: Any,
+        tombstone_days: int | None = None,
+        unique_key: Any = None,
+        global_key: bool = False,
     ) -> str | None:
         """Rewrite an upsert table under new partition columns and swap it in
         (upsert/care.py), with the remembered deletes its model's tombstone_days
-        keeps; the id of its new version, None when it is so already."""
+        keeps, its rows checked by the model's key; the id of its new version, None
+        when it is so already."""
         from dataclasses import replace
 
         from dynamic_ddl.upsert.care import repartition
@@ -329,7 +335,12 @@ class DynamicSparkAdapter(SparkAdapter):
         with self._operation_lock():
             days = DEFAULT_TOMBSTONE_DAYS if tombstone_days is None else tombstone_days
             try:
-                spec = replace(self._existing_upsert(relation), tombstone_days=days)
+                spec = replace(
+                    self._existing_upsert(relation),
+                    tombstone_days=days,
+                    unique_key=_columns(unique_key),
+                    global_key=bool(global_key),
+                )
                 return repartition(self._fetch_rows, spec, _columns(partition_by))
             except UpsertError as error:
                 raise CompilationError(str(error)) from None

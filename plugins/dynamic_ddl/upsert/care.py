@@ -37,6 +37,7 @@ from dynamic_ddl.catalog import (
     table_location,
 )
 from dynamic_ddl.locks import held
+from dynamic_ddl.sql_text import quoted_identifier
 from dynamic_ddl.upsert.commits import next_commit_id
 from dynamic_ddl.upsert.protocol import (
     clean_versions,
@@ -111,6 +112,40 @@ def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str 
             )
         if [p.lower() for p in spec.partition_by] == [p.lower() for p in partition_by]:
             return None  # spec.partition_by: the table's, as mend_table read them
+        refuse_merging_keys(sql, spec, partition_by)
         commit = next_commit_id(datetime.now(UTC), state.last_commit_id)
         start_repartition(sql, spec, partition_by, commit, state)
         return commit
+
+
+def refuse_merging_keys(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> None:
+    """Raise UpsertError when the new layout would put rows of one key in one partition.
+
+    Without `global_key` a key is unique within its partition only: a key
+    stored on two days is two rows, and a layout without the day would hold
+    both in one partition, where the next commit keeps one of them (found by
+    review: a row lost with no delete). A layout keeping every old partition
+    column cannot do that; any other is checked against the rows, by the key
+    the model names (`spec.unique_key`).
+    """
+    kept = {p.lower() for p in partition_by}
+    dropped = [p for p in spec.partition_by if p.lower() not in kept]
+    if spec.global_key or not dropped:
+        return
+    if not spec.unique_key:
+        raise UpsertError(
+            f"Repartition of {spec.target} without {', '.join(dropped)} needs the model's"
+            " unique_key, to check that no two rows of a key meet in one partition: run"
+            " it as `dbt run-operation repartition --args '{model: <name>, partition_by:"
+            " [...]}'`."
+        )
+    group = ", ".join(quoted_identifier(c) for c in (*partition_by, *spec.unique_key))
+    if sql(f"select 1 from {spec.target} group by {group} having count(*) > 1 limit 1"):
+        raise UpsertError(
+            f"Repartition of {spec.target} by {list(partition_by)} would put rows of one"
+            f" key ({', '.join(spec.unique_key)}) stored under different"
+            f" {', '.join(dropped)} in one partition, and its next commit would keep only"
+            " one: without global_key a key is unique within its partition only. Keep"
+            f" {', '.join(dropped)} among the partition columns, or set global_key and"
+            " rebuild the model with --full-refresh."
+        )

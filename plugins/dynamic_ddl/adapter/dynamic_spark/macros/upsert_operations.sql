@@ -185,7 +185,8 @@
     in: readers see its rows, whole, throughout; a killed run is undone or
     finished by the next writer. Rows keep their `_commit_id`, so downstream
     models need no full refresh; history before it (as_of, rollback_to) is
-    gone, and savepoints must be released first. Then set the model's
+    gone, and savepoints must be released first; a layout that would put two
+    rows of one key in one partition (no global_key) is refused. Then set the model's
     partition_by to the same columns: its next run fails, saying so, until
     they match.
 
@@ -199,8 +200,12 @@
 {% macro repartition(model, partition_by) %}
     {%- set node = dynamic_spark_model_node(model) -%}
     {%- set relation = dynamic_spark_model_relation(model) -%}
+    {#- A snapshot's rows are keyed by dbt_scd_id, unique across its table. -#}
+    {%- set snapshot = node.resource_type == 'snapshot' -%}
     {%- set commit_id = adapter.repartition_upsert(
-        relation, partition_by, node.config.get('tombstone_days')) -%}
+        relation, partition_by, node.config.get('tombstone_days'),
+        none if snapshot else node.config.get('unique_key'),
+        snapshot or node.config.get('global_key', false)) -%}
     {%- if commit_id is none -%}
         {%- do log(relation ~ ' is partitioned by ' ~ partition_by ~ ' already: nothing to do.', info=True) -%}
     {%- else -%}
