@@ -69,7 +69,7 @@ class DynamicSparkAdapter(SparkAdapter):
         """`adapter.quote` in macros: backquotes inside a name doubled, as every identifier
         we build is (dbt-spark's wraps the name as it is, so a column named with one broke
         the SQL of `table_checksums`, `pivot` and snapshots)."""
-        return quoted_identifier(identifier)
+        return quoted_identifier(str(identifier))  # dbt quotes a None database too
 
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
         return AdapterResponse(_message="OK", code="OK")
