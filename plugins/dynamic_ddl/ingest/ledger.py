@@ -29,6 +29,7 @@ followed from its new start.
 from __future__ import annotations
 
 import hashlib
+import logging
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dynamic_ddl.ingest.topics import topic_files
+
+_LOG = logging.getLogger("dynamic_ddl.ingest")
 
 PENDING = "pending"
 COMMITTED = "committed"
@@ -112,20 +115,35 @@ class Fingerprint(NamedTuple):
     cut_bytes: int = 0  # bytes of a last line with no line end (plain files only)
 
 
+class UnreadableFile(Exception):
+    """An inbox file that cannot be read whole now (a broken or unfinished gzip
+    stream): left in the inbox, named in a warning, taken once it reads whole."""
+
+
+GZIP_ONLY = 31  # zlib's wbits for a gzip header: Hadoop reads gzip, not a zlib stream
+
+
 class Gunzip:
-    """Decompresses a `.gz` file chunk by chunk, across concatenated gzip members."""
+    """Decompresses a `.gz` file chunk by chunk, across concatenated gzip members;
+    zlib.error for bytes that are not gzip."""
 
     def __init__(self) -> None:
-        self._unzip = zlib.decompressobj(wbits=47)
+        self._unzip = zlib.decompressobj(wbits=GZIP_ONLY)
 
     def feed(self, chunk: bytes) -> bytes:
         """The decompressed bytes of `chunk` (may be empty until more is fed)."""
         text = self._unzip.decompress(chunk)
         while self._unzip.eof and self._unzip.unused_data:  # the next member
             rest = self._unzip.unused_data
-            self._unzip = zlib.decompressobj(wbits=47)
+            self._unzip = zlib.decompressobj(wbits=GZIP_ONLY)
             text += self._unzip.decompress(rest)
         return text
+
+    @property
+    def ended(self) -> bool:
+        """Whether the bytes fed so far end with a whole gzip member (else the file was
+        cut, or is still being written)."""
+        return self._unzip.eof and not self._unzip.unused_data
 
 
 def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = None) -> Fingerprint:
@@ -160,7 +178,7 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
                 prefix = (at_boundary.hexdigest(), lines, ends, follows)
             offset += len(chunk)
             digest.update(chunk)
-            text = chunk if unzip is None else unzip.feed(chunk)
+            text = chunk if unzip is None else _gunzipped(unzip, chunk)
             if text:
                 # A `""` may straddle two chunks.
                 empty = empty or b'""' in text or (last == b'"' and text[:1] == b'"')
@@ -169,6 +187,8 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
                 tail = len(text) - 1 - end if end >= 0 else tail + len(text)
                 last = text[-1:]
                 first_bytes, total = (first_bytes + text)[: len(BOM)], total + len(text)
+    if unzip is not None and offset and not unzip.ended:
+        raise UnreadableFile("its gzip stream ends before its end: cut, or still being written")
     lines = count + (last not in (b"\n", b"\r"))
     if total == len(BOM) and first_bytes == BOM:
         lines = 0  # Hadoop's reader skips a leading byte-order mark: nothing is left
@@ -178,6 +198,13 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     if prefix is None or unzip is not None:
         return Fingerprint(digest.hexdigest(), lines, holds_empty_string=empty, cut_bytes=cut)
     return Fingerprint(digest.hexdigest(), lines, *prefix, holds_empty_string=empty, cut_bytes=cut)
+
+
+def _gunzipped(unzip: Gunzip, chunk: bytes) -> bytes:
+    try:
+        return unzip.feed(chunk)
+    except zlib.error as error:
+        raise UnreadableFile(f"it is not gzip as its name says ({error})") from None
 
 
 def count_line_ends(text: bytes, after_cr: bool = False) -> int:
@@ -222,11 +249,21 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
     found = []
     for path in topic_files(inbox, topic):
         before = committed.get(str(path))
-        if is_unchanged(path, before):
+        try:
+            if is_unchanged(path, before):
+                continue
+            stat = path.stat()
+            grew = before is not None and stat.st_size > before.size
+            facts = fingerprint(path, before.size if grew else None, stat.st_size)
+        except FileNotFoundError:
+            continue  # removed since it was listed
+        except (UnreadableFile, OSError) as error:
+            # Found by review: one such file stopped every run of its topic.
+            _LOG.warning(
+                f"{path} is left in the inbox, not read: {error}. It is taken once it reads"
+                " whole; if it stays so, check it (`gzip -t`, its permissions) and replace it."
+            )
             continue
-        stat = path.stat()
-        grew = before is not None and stat.st_size > before.size
-        facts = fingerprint(path, before.size if grew else None, stat.st_size)
         first_line = 1
         if grew and facts.prefix_checksum == before.checksum:
             # Past the complete lines; past an unterminated one too if it was whole.
