@@ -92,7 +92,7 @@ def test_compaction_merges_old_days_and_keeps_every_row_and_batch_id(spark, sche
         ingest(spark, schema, inbox)
     write_lines(inbox, "late.json", [_line(90, 1), _line(91, 3)])
 
-    stop_before_commit = steps.interrupt_on("raw.write_registry")  # the last batch stays pending
+    stop_before_commit = steps.interrupt_on("raw.record_committed")  # the last batch stays pending
     with pytest.raises(steps.Interrupted), steps.hooked(stop_before_commit):
         ingest(spark, schema, inbox)
     sql = spark_sql(spark)

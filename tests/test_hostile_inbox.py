@@ -615,7 +615,7 @@ def test_a_key_named_as_the_readers_corrupt_record_field_is_a_key_like_any(spark
 
 def _killed_before_commit(spark, schema: str, inbox: Path) -> None:
     """A run of `schema`'s topic killed after its rows are written (the batch pending)."""
-    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.record_committed")):
         ingest(spark, schema, inbox)
 
 
@@ -660,6 +660,59 @@ def test_a_killed_batch_is_rerun_from_its_files_as_they_are_now(spark, tmp_path)
     ingest(spark, schema, tmp_path, **compacting)
     ids = sorted(row.id for row in spark.table(f"{schema}.raw_feed").collect())
     assert ids == [1, 2, 4, 5, 6]
+    assert_every_line_accounted_for(spark, schema)
+
+
+@pytest.mark.parametrize("killed_at", ["raw.add_columns", "raw.write_child_rows"])
+@pytest.mark.parametrize("later", ['"seven"', "7.5"])
+def test_a_rerun_of_a_killed_batch_plans_against_the_columns_it_added(
+    spark, tmp_path, killed_at, later
+):
+    # Found by review: a batch killed after its `ADD COLUMNS` left columns the registry
+    # did not know. Its file changed before the rerun, the rerun planned the path anew,
+    # found a column of that name and wrote into it: a string was refused (the batch
+    # failed at every run: the topic stopped), 7.5 was stored as 7. Now a rerun plans
+    # against the columns the killed run added; a value of another type goes to the
+    # text companion, as it would in a later batch.
+    schema = f"hostile_rerun_types_{killed_at.split('.')[1]}_{len(later)}"
+    spark.sql(f"drop database if exists {schema} cascade")
+    write_lines(tmp_path, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}'])
+    ingest(spark, schema, tmp_path)
+    first = ['{"id": 2, "ts": "2026-11-02T00:00:00Z", "v": 7, "tags": [{"k": 1}]}']
+    changed = write_lines(tmp_path, "b.json", first)
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on(killed_at)):
+        ingest(spark, schema, tmp_path)
+    write_lines(
+        tmp_path,
+        changed.name,
+        [
+            *first,
+            f'{{"id": 3, "ts": "2026-11-02T00:00:00Z", "v": {later}, "tags": [{{"k": {later}}}]}}',
+        ],
+    )
+    (rerun,) = ingest(spark, schema, tmp_path)
+    assert (rerun.input_lines, rerun.raw_rows) == (2, 2)
+    text = later.strip('"')
+
+    def values(table: str, column: str, order: str) -> list[str]:
+        """The column's values as text, from its companion where it has one."""
+        columns = spark.table(f"{schema}.{table}").columns
+        read = f"cast({column} as string)"
+        if f"{column}__text" in columns:
+            read = f"coalesce({read}, {column}__text)"
+        rows = spark.sql(f"select {read} from {schema}.{table} order by {order}").collect()
+        return [row[0] for row in rows]
+
+    assert values("raw_feed", "v", "id")[1:] in (["7", text], ["7.0", text])
+    assert values("raw_feed__tags", "tags_k", "_parent_id") in (["1", text], ["1.0", text])
+    registered = {
+        (row.table_name, row.column_name): row.data_type
+        for row in spark.table(f"{schema}.raw_schema_registry").collect()
+    }
+    for table in ("raw_feed", "raw_feed__tags"):
+        for name, data_type in spark.table(f"{schema}.{table}").dtypes:
+            if not name.startswith("_") and not name.endswith("__text"):
+                assert registered[(table, name)] == data_type, (table, name)
     assert_every_line_accounted_for(spark, schema)
 
 

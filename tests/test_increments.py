@@ -97,7 +97,7 @@ def test_a_batch_still_being_written_is_not_taken(spark, schema, tmp_path: Path)
     ingest(spark, schema, inbox)
     write_lines(inbox, "b.json", ['{"id": 2, "ts": "2026-11-01T00:00:00Z"}'])
 
-    stop_before_commit = steps.interrupt_on("raw.write_registry")
+    stop_before_commit = steps.interrupt_on("raw.record_committed")
     with pytest.raises(steps.Interrupted), steps.hooked(stop_before_commit):
         ingest(spark, schema, inbox)
     raw = spark.table(f"{schema}.raw_feed")

@@ -541,7 +541,7 @@ def _ledger_whole(spark, schema, before, after):
 
 def _killed(spark, schema: str, inbox: Path) -> None:
     """A run killed once its rows are written: its batch is left pending."""
-    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_registry")):
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.record_committed")):
         _ingest(spark, schema, inbox)
 
 

@@ -18,13 +18,14 @@ new files), its steps in the modules named:
    and which new text paths hold only times (timestamp columns);
    the raw, child and quarantine writes all read it, and no JSON again
    (staging.py);
-4. create the raw table and its child tables, or `ADD COLUMNS` to them
-   (new paths, and the `__text` companions of conflicting values);
+4. write the registry, then create the raw table and its child tables, or
+   `ADD COLUMNS` to them (new paths, and the `__text` companions of
+   conflicting values): a column is registered before it exists, so a rerun
+   plans against every column a killed run added;
 5. write raw rows, child rows, quarantine rows and quarantined values
    (`discard_value`), each into the batch's own partitions only (a
    quarantine is skipped when nothing went there) (writing.py);
-6. write the registry, then mark the ledger entries `committed`; drop the
-   staging files.
+6. mark the ledger entries `committed`; drop the staging files.
 
 A run killed anywhere leaves the batch `pending`; the next run repeats it
 under the same batch id, with its files as they are then: it first drops
@@ -409,11 +410,15 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     rewrite_new = rewrite_leaves(source, times_as_iso(source, topic, new_columns))
     if rewrite_new is not None:
         parsed = parsed.withColumn(RECORD, rewrite_new(F.col(RECORD)))
-    prepare_tables(spark, settings, plans)
-    write_batch(spark, settings, context, parsed, counts, source, plans, registry, routes)
-
+    # The registry first, then the DDL: a column the table has is always registered,
+    # with its type, so a rerun of a killed batch whose files changed since plans
+    # against it (a value of another type goes to the text companion). Found by review:
+    # registered after the rows, the rerun planned the path anew, found a column of its
+    # name, and wrote a string into a bigint (the topic stopped) or 7.5 as 7.
     steps.reached("raw.write_registry")
     _write_registry(spark, settings, registry, plans)
+    prepare_tables(spark, settings, plans)
+    write_batch(spark, settings, context, parsed, counts, source, plans, registry, routes)
     steps.reached("raw.record_committed")
     # A last line the scan found cut and Spark read finished is committed whole (found
     # by review: the next run took it again).
