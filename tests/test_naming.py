@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from dynamic_ddl.schema.naming import (
     MAX_NAME_LENGTH,
@@ -78,3 +80,18 @@ def test_json_path_quotes_keys_that_need_it():
 def test_a_key_with_both_quotes_still_gets_a_collision_free_name():
     names = assign_column_names([("both'\"",), ("both",)])
     assert names[("both",)] == "both" and names[("both'\"",)].startswith("both_")
+
+
+KEYS = st.text(alphabet=st.sampled_from("xX_.é名 "), max_size=130)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.lists(KEYS, min_size=1, max_size=3).map(tuple), max_size=8))
+@example([("x" * 110 + "_yy",), ("X" * 110 + "_yy",)])  # found by review: `xx…x__eb8a5326`
+def test_any_paths_get_distinct_plain_names_never_holding_a_double_underscore(paths):
+    """`__` separates a raw table from its child and protocol tables: a column (and so a
+    child table's array name) never holds it, and no name is longer than the limit."""
+    names = assign_column_names(paths)
+    assert len(set(names.values())) == len(set(paths))
+    for name in names.values():
+        assert "__" not in name and len(name) <= MAX_NAME_LENGTH, name

@@ -142,7 +142,9 @@ def assign_column_names(
     for path in sorted(set(paths) - set(assigned)):
         name = base_column_name(path)
         if name in taken:
-            name = f"{name[: MAX_NAME_LENGTH - SUFFIX_LENGTH - 1]}_{path_hash(path)}"
+            # rstrip: a cut ending in `_` gave `__`, which names a table's protocol
+            # tables and child tables, never a column (found by review).
+            name = f"{name[: MAX_NAME_LENGTH - SUFFIX_LENGTH - 1].rstrip('_')}_{path_hash(path)}"
         counter = 2
         while name in taken:  # only if two paths share a hash prefix
             name = f"{name}_{counter}"
