@@ -159,7 +159,28 @@ def test_a_table_of_the_layout_before_slots_is_moved_by_the_next_batch(spark, sc
     inbox = tmp_path / "inbox"
     write_lines(inbox, "a.json", [_line(1, 1), _line(2, 2)])
     ingest(spark, schema, inbox)
-    for table in (RAW, CHILD):  # as the versions before compaction wrote it
+    old_folders = _as_before_slots(spark, tmp_path)
+    before = _rows(spark, RAW)
+    write_lines(inbox, "b.json", [_line(3, 1)])
+    ingest(spark, schema, inbox)
+    for table in (RAW, CHILD):  # each table the topic writes, with or without new rows
+        assert "_slot" in spark.table(table).columns
+        assert spark.table(table).where("_slot >= _batch_id").count() == len(_rows(spark, table))
+    assert set(before) < set(_rows(spark, RAW))
+    assert spark.table(CHILD).count() == 3 * 2  # every line's two elements
+    assert_every_line_accounted_for(spark, schema)
+    # The old folders stay until the next compaction: a query that listed the old
+    # partitions before the swap may read their folders after it (found by review).
+    assert all(folder.exists() for folder in old_folders)
+    compact_topic(spark_sql(spark), RAW, after_days=None)
+    assert not any(folder.exists() for folder in old_folders), "an old folder was left behind"
+    assert set(before) < set(_rows(spark, RAW))
+
+
+def _as_before_slots(spark, tmp_path: Path) -> tuple[Path, Path]:
+    """The raw and child tables copied into the layout before compaction (partitioned by
+    `_event_date`, `_batch_id`) at folders of their own; those folders."""
+    for table in (RAW, CHILD):
         old = f"{table}_old"
         columns = [
             c for c in spark.table(table).columns if c not in ("_slot", "_event_date", "_batch_id")
@@ -174,22 +195,30 @@ def test_a_table_of_the_layout_before_slots_is_moved_by_the_next_batch(spark, sc
         )
         spark.sql(f"drop table {table}")
         spark.sql(f"alter table {old} rename to {table}")
+    return tmp_path / "raw_feed_old" / "v1", tmp_path / "raw_feed__tags_old"
+
+
+def test_a_compaction_that_moves_the_old_layout_and_merges_leaves_no_old_folder(
+    spark, schema, tmp_path
+):
+    """Found by review: a compaction that moved a table of the old layout and then
+    merged its partitions swapped in a definition made `like` the moved one, which
+    copies no table property: the old folder's name was lost, and a full copy of the
+    table stayed on disk for good."""
+    inbox = tmp_path / "inbox"
+    for name, ids in (("a.json", (1, 2)), ("b.json", (3, 4))):  # two batches a day
+        write_lines(inbox, name, [_line(n, day) for n, day in zip(ids, (1, 2), strict=True)])
+        ingest(spark, schema, inbox)
+    old_folders = _as_before_slots(spark, tmp_path)
     before = _rows(spark, RAW)
-    write_lines(inbox, "b.json", [_line(3, 1)])
-    ingest(spark, schema, inbox)
-    for table in (RAW, CHILD):  # each table the topic writes, with or without new rows
-        assert "_slot" in spark.table(table).columns
-        assert spark.table(table).where("_slot >= _batch_id").count() == len(_rows(spark, table))
-    assert set(before) < set(_rows(spark, RAW))
-    assert spark.table(CHILD).count() == 3 * 2  # every line's two elements
-    assert_every_line_accounted_for(spark, schema)
-    # The old folders stay until the next compaction: a query that listed the old
-    # partitions before the swap may read their folders after it (found by review).
-    old_folders = (tmp_path / "raw_feed_old" / "v1", tmp_path / "raw_feed__tags_old")
-    assert all(folder.exists() for folder in old_folders)
-    compact_topic(spark_sql(spark), RAW, after_days=None)
+    moved_and_merged = compact_topic(spark_sql(spark), RAW, after_days=0)[0]
+    assert moved_and_merged.migrated
+    assert moved_and_merged.partitions_after < moved_and_merged.partitions_before
+    assert all(folder.exists() for folder in old_folders)  # until the next compaction
+    compact_topic(spark_sql(spark), RAW, after_days=0)
     assert not any(folder.exists() for folder in old_folders), "an old folder was left behind"
-    assert set(before) < set(_rows(spark, RAW))
+    assert _rows(spark, RAW) == before
+    assert_every_line_accounted_for(spark, schema)
 
 
 def test_a_schema_folder_whose_name_a_uri_would_encode(spark, tmp_path):

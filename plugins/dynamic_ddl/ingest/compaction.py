@@ -458,6 +458,12 @@ def _swap(
     partitions += [(m.day, m.slot) for m in merges]
     location = string_literal(root)
     sql(f"create table {quoted_table(new)} like {quoted_table(table)} location {location}")
+    # `like` copies no table property: the folder a migration in this compaction left
+    # was forgotten, and stayed on disk for good (found by review).
+    retired = _retired_root(sql, table)
+    if retired is not None:
+        name = f"{string_literal(RETIRED_ROOT)} = {string_literal(retired)}"
+        sql(f"alter table {quoted_table(new)} set tblproperties ({name})")
     added = " ".join(partition_spec(LAYOUT, values) for values in sorted(partitions, key=repr))
     sql(f"alter table {quoted_table(new)} add if not exists {added}")
     swap_in(sql, new, table)
@@ -535,14 +541,20 @@ def _remove_retired_root(sql: Sql, table: str) -> None:
     """Remove the folder a layout migration moved `table` away from (named in its
     RETIRED_ROOT property), on a local disk; elsewhere SQL cannot delete files. Never
     the table's folder nor one holding it."""
-    properties = {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(table)}")}
-    if RETIRED_ROOT not in properties:
+    retired = _retired_root(sql, table)
+    if retired is None:
         return
     steps.reached("raw_compaction.remove_retired")
-    folder, root = local_path(properties[RETIRED_ROOT]), local_path(table_location(sql, table))
+    folder, root = local_path(retired), local_path(table_location(sql, table))
     if folder is not None and root is not None and folder != root and folder not in root.parents:
         shutil.rmtree(folder, ignore_errors=True)
     sql(f"alter table {quoted_table(table)} unset tblproperties ({string_literal(RETIRED_ROOT)})")
+
+
+def _retired_root(sql: Sql, table: str) -> str | None:
+    """The folder a layout migration moved `table` away from, if not removed yet."""
+    properties = {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(table)}")}
+    return properties.get(RETIRED_ROOT)
 
 
 def _next_root(location: str) -> str:
