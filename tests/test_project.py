@@ -363,7 +363,7 @@ def test_second_batch_flows_through_incrementally(thrift_server, thrift_second_b
         winners = spark.sql(
             "select event_id, firmware, revision from (select data_event_id as event_id,"
             " data_device_firmware as firmware, coalesce(data_event_revision,"
-            " cast(try_cast(data_event_revision__text as double) as int), 1) as revision,"
+            " cast(try_cast(data_event_revision__text as double) as bigint), 1) as revision,"
             " row_number() over (partition by data_event_id order by"
             " coalesce(data_event_revision, try_cast(data_event_revision__text as double), 1)"
             " desc, _batch_id desc, _source_file desc, _line_number desc) as newest"

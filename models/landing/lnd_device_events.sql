@@ -43,10 +43,12 @@ typed as (
         {{ exact_column(raw, 'data_device_battery_level_pct', 'int', 'raw_events') }} as battery_level_pct,
         {{ exact_column(raw, 'data_device_battery_temperature_c', 'double', 'raw_events') }} as battery_temperature_c,
         {{ exact_column(raw, 'data_device_battery_charging', 'boolean', 'raw_events') }} as battery_charging,
-        {{ exact_column(raw, 'data_device_battery_cycle_count', 'int', 'raw_events') }} as battery_cycle_count,
+        {{ exact_column(raw, 'data_device_battery_cycle_count', 'bigint', 'raw_events') }} as battery_cycle_count,
         {{ exact_column(raw, 'data_network_type', 'string', 'raw_events') }} as network_type,
+        {#- bigint: a revision may be a time in epoch milliseconds, which an int turned
+            into NULL, then 1, so a stale retry beat its correction (found by review). #}
         coalesce(
-            {{ exact_column(raw, 'data_event_revision', 'int', 'raw_events') }}, 1
+            {{ exact_column(raw, 'data_event_revision', 'bigint', 'raw_events') }}, 1
         ) as event_revision,
         {{ event_timestamp(logged_at, 'device_events') }} as logged_at,
         cast({{ event_timestamp(logged_at, 'device_events') }} as date) as event_date,
