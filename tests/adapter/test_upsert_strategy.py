@@ -168,6 +168,14 @@ class TestUpsertChecksItsContractOnEveryRun:
     def test_a_type_the_sql_does_not_give_fails_the_run(self, project):
         run_dbt(["run"])
         run_dbt(["run"])  # the incremental run checks it too
+        # Found by review: a full refresh built its staging table with dbt-spark's
+        # contract check, which knows no commit columns: it failed on every contract
+        # model, where the README names it as the fix after a rollback.
+        run_dbt(["run", "--full-refresh"])
+        rows = project.run_sql(
+            f"select id, label from {project.test_schema}.contracted", fetch="all"
+        )
+        assert [tuple(row) for row in rows] == [(1, "a")]
         (project.project_root / "models" / "schema.yml").write_text(_contract_yml("int"), "utf-8")
         result = run_dbt(["run"], expect_pass=False)
         message = result.results[0].message

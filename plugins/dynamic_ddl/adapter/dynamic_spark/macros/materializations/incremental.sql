@@ -59,7 +59,13 @@
         {#-- Build first: a model whose SQL fails leaves the table, its versions and its log. --#}
         {%- set staging_relation = dynamic_spark_staging_relation(target_relation) -%}
         {%- call statement('build_staging', language=language) -%}
-            {{ create_table_as(False, staging_relation, compiled_code, language) }}
+            {%- if language == 'sql' -%}
+                {#-- Not create_table_as: dbt-spark's contract check there knows no commit
+                     columns (the contract was checked above, with them). --#}
+                create table {{ staging_relation }} using {{ file_format }} as {{ compiled_code }}
+            {%- else -%}
+                {{ create_table_as(False, staging_relation, compiled_code, language) }}
+            {%- endif -%}
         {%- endcall -%}
         {#-- Then every upsert build, the first too, is a commit: start from an empty store. --#}
         {%- if existing_relation.is_view -%}
