@@ -501,6 +501,7 @@ class DynamicSparkAdapter(SparkAdapter):
         `replace_partitions` strategy replaces each of these days in `this`,
         emptied ones too (see upsert_into).
         """
+        from dynamic_ddl.catalog import table_columns
         from dynamic_ddl.sql_text import rows_predicate
         from dynamic_ddl.upsert.increments import changed_days, greatest_value
         from dynamic_ddl.upsert.spec import UpsertSpec
@@ -508,6 +509,13 @@ class DynamicSparkAdapter(SparkAdapter):
         _RECOMPUTED_DAYS.pop(_table_name(this), None)
         if not incremental:
             return "true"
+        stored = {name.lower() for name, _ in table_columns(self._fetch_rows, _table_name(this))}
+        if commit_column.lower() not in stored:
+            raise CompilationError(
+                f"{this} has no column {commit_column}, where this model keeps the upstream"
+                " commit it saw last: it was built another way before (e.g. as a table)."
+                f" Rebuild it once: dbt run --full-refresh -s {this.identifier}"
+            )
         seen = greatest_value(self._fetch_rows, UpsertSpec(_table_name(this)), commit_column)
         upstream = self._existing_upsert(relation)
         try:
