@@ -50,8 +50,10 @@ def set_topics(project: Path, change) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def dbt(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DBT_")}
+def dbt(
+    project: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DBT_")}, **(env or {})}
     command = [str(DBT), *args, "--project-dir", str(project)]
     command += ["--profiles-dir", str(PROJECT_ROOT / "profiles")]
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
@@ -94,6 +96,32 @@ def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
         "source.dynamic_ddl.ingestion.raw_file_ledger",
         "source.dynamic_ddl.ingestion.raw_schema_registry",
     }
+
+
+def test_landing_reads_event_times_with_the_formats_its_raw_model_runs_with(project, tmp_path):
+    """Found by review: a raw model's meta may override its topic's `time_formats`, and
+    raw dated rows by them, while landing's `event_timestamp` read the topic's entry
+    only: rows raw dated by an override were undated in landing, and an incremental
+    run missed rows a full refresh kept. Landing now reads the formats raw ran with."""
+    path = project / "dbt_project.yml"
+    config = yaml.safe_load(path.read_text())
+    override = {"+meta": {"time_formats": ["dd.MM.yyyy HH:mm"]}}
+    config["models"]["dynamic_ddl"].setdefault("raw", {})["raw_app_attributes"] = override
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {"DYNAMIC_DDL_STATE_DIR": str(tmp_path / "state")}
+    rendered = {
+        topic: dbt(
+            project,
+            "compile",
+            "--inline",
+            f"select {{{{ event_timestamp('t', '{topic}') }}}}",
+            env=env,
+        )
+        for topic in ("app_attributes", "device_events")
+    }
+    for topic, compiled in rendered.items():
+        assert compiled.returncode == 0, compiled.stdout[-2000:]
+        assert ("'dd.MM.yyyy HH:mm'" in compiled.stdout) == (topic == "app_attributes"), topic
 
 
 def test_a_topic_without_its_raw_model_stops_the_run_naming_the_command(project):
