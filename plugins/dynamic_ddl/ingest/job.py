@@ -53,7 +53,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType, TimestampType
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import RETIRED_SUFFIX, recover_swap, spark_sql
+from dynamic_ddl.catalog import RETIRED_SUFFIX, drop_table, recover_swap, spark_sql
 from dynamic_ddl.ingest.bookkeeping import (
     create_bookkeeping_tables,
     read_ledger,
@@ -231,15 +231,20 @@ def batch_done(table: str, summaries: list[BatchSummary], seconds: float) -> str
 
 def mend_interrupted_swaps(spark: SparkSession, settings: IngestSettings) -> None:
     """Put back the topic's tables a run killed in the middle of a swap left
-    without their name (catalog.recover_swap), before anything reads them."""
+    without their name (catalog.recover_swap), before anything reads them; drop the
+    retired definition a swap killed after its renames left beside its table (raw
+    tables are external: their files stay, for compaction to remove; found by the
+    kill test once it enumerated a layout migration's swap)."""
     schema, bare = settings.table.split(".")
     pattern = string_literal(f"{bare}*{RETIRED_SUFFIX}")
     rows = spark.sql(f"show tables in {quoted_identifier(schema)} like {pattern}").collect()
+    sql = spark_sql(spark)
     for row in rows:
         retired = row[1].lower()
         table = retired.removesuffix(RETIRED_SUFFIX)
         if retired.endswith(RETIRED_SUFFIX) and of_topic(bare, table):
-            recover_swap(spark_sql(spark), f"{schema}.{table}")
+            recover_swap(sql, f"{schema}.{table}")
+            drop_table(sql, f"{schema}.{retired}")  # gone already, if it was put back
 
 
 def of_topic(bare: str, name: str) -> bool:
