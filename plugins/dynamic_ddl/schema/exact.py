@@ -11,7 +11,10 @@ exactly, else that text goes to the column's text companion
     bigint, int   an integer in canonical form that the type holds
                   (`12`; not `1.0`, `100.0`, nor beyond the type)
     double        a JSON number, finite, and for an integer within +-2^53,
-                  where every integer is exact (beyond it a double rounds)
+                  where every integer is exact (beyond it a double rounds);
+                  with more than 15 significant digits, only as the double
+                  writes itself (`0.30000000000000004`), so text spelling
+                  more (`"9007199254740993.0"`) is not rounded into it
     boolean       `true` or `false`
     date          `YYYY-MM-DD`
     timestamp     ISO 8601 that Spark reads (`2026-11-01T21:15:50Z`, with an
@@ -53,6 +56,8 @@ JSON_NUMBER = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 JSON_INTEGER = r"^-?(0|[1-9][0-9]*)$"
 EXACT_DOUBLE_INTEGER = 2**53  # every integer up to this is a double exactly
 LARGEST_DOUBLE = 1.7976931348623157e308
+DOUBLE_DIGITS = 15  # significant decimal digits every normal double reads back exactly
+SMALLEST_NORMAL_DOUBLE = 2.2250738585072014e-308
 ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 # A date, `T` or a space, a time to at most microseconds, then Z, an offset or nothing.
 ISO_TIMESTAMP = (
@@ -94,10 +99,16 @@ def _fits(text: Column, data_type: DataType) -> Column:
         integer = text.try_cast("decimal(38,0)")
         exact_integer = integer.isNotNull() & (F.abs(integer) <= EXACT_DOUBLE_INTEGER)
         finite = F.abs(number) <= LARGEST_DOUBLE
+        # Up to 15 significant digits every decimal reads back from a (normal) double
+        # exactly; beyond, only the double's own spelling does (a number token's is).
+        mantissa = F.regexp_replace(F.regexp_extract(text, r"^-?([0-9.]+)", 1), r"\.", "")
+        digits = F.length(F.regexp_replace(mantissa, r"^0+|0+$", ""))
+        normal = (number == 0) | (F.abs(number) >= SMALLEST_NORMAL_DOUBLE)
+        round_trips = ((digits <= DOUBLE_DIGITS) & normal) | (number.cast("string") == text)
         return (
             text.rlike(JSON_NUMBER)
             & finite
-            & F.when(text.rlike(JSON_INTEGER), exact_integer).otherwise(True)
+            & F.when(text.rlike(JSON_INTEGER), exact_integer).otherwise(round_trips)
         )
     if isinstance(data_type, BooleanType):
         return text.isin("true", "false")
