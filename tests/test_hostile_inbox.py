@@ -716,6 +716,27 @@ def test_a_rerun_of_a_killed_batch_plans_against_the_columns_it_added(
     assert_every_line_accounted_for(spark, schema)
 
 
+@pytest.mark.parametrize("mode", ["freeze", "discard_row"])
+def test_a_rerun_of_a_killed_first_batch_still_sets_the_schema(spark, tmp_path, mode):
+    # Found by review: with the registry written before the rows, a rerun of a killed
+    # first batch found it non-empty and took itself for a later batch: under freeze, a
+    # key appended since stopped the topic; under discard_row, its line was quarantined.
+    # A topic's first batch sets its schema whatever the mode, rerun or not.
+    schema = f"hostile_first_rerun_{mode}"
+    spark.sql(f"drop database if exists {schema} cascade")
+    path = write_lines(tmp_path, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z", "x": 1}'])
+    modes = {"schema_mode": {"*": mode}}
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.write_raw_rows")):
+        ingest(spark, schema, tmp_path, **modes)
+    with open(path, "ab") as appending:
+        appending.write(b'{"id": 2, "ts": "2026-11-01T00:00:00Z", "x": 2, "y": "new"}\n')
+    (rerun,) = ingest(spark, schema, tmp_path, **modes)
+    assert (rerun.input_lines, rerun.raw_rows) == (2, 2)
+    rows = spark.table(f"{schema}.raw_feed").orderBy("id").select("id", "y").collect()
+    assert [tuple(row) for row in rows] == [(1, None), (2, "new")]
+    assert_every_line_accounted_for(spark, schema)
+
+
 def test_a_ledger_from_before_first_line_and_batch_partitions_is_migrated(spark, tmp_path):
     # The first ledger had no `first_line` and one partition per topic: its entries are
     # kept (a committed file is not ingested again) in a ledger partitioned by batch.

@@ -317,7 +317,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # Keys the reader deleted with their "": their {} parse as text, to be made null.
     hidden = {leaf.path: leaf.data_type for leaf in all_leaves(inferred) if leaf.path not in first}
     registry = read_registry(spark, settings.bookkeeping.registry, topic.name)
-    inferred = routed_arrays_as_text(topic, registry, inferred)
+    # The modes decide as if a killed run of this batch never happened (a first batch
+    # stays the first, which sets the schema whatever the mode), while the plan keeps
+    # the types of the columns that run added (registered before its DDL).
+    settled = [entry for entry in registry if entry.first_seen_batch != batch.batch_id]
+    inferred = routed_arrays_as_text(topic, settled, inferred)
     for ignored in ignored_hints(settings, registry):
         PROGRESS.warning(
             f"{settings.table}: hint ignored, a column's type never changes: {ignored}"
@@ -335,7 +339,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # Never the record key: a child row's `_parent_` key must join its parent's (found by
     # review: a routed key was NULL in raw and kept in the child rows).
     record_key = {dotted(path) for path in topic.record_key}
-    routes = plan_routes(topic.schema_modes, registry, (new_paths | set(as_text)) - record_key)
+    routes = plan_routes(topic.schema_modes, settled, (new_paths | set(as_text)) - record_key)
     discards = row_discards(source, routes, new_paths, as_text)
     # New text paths become timestamp columns when every value is a time, ISO 8601 or
     # in a declared format (counted as misfits while parsing, like conflicts).
@@ -406,7 +410,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     unsplit = {path for plan in plans.values() for path in plan.text_paths()} - set(as_text)
     if unsplit:  # a bug, never data: refuse rather than write values unsplit
         raise RuntimeError(f"{settings.table}: paths parsed as text but not split: {unsplit}")
-    frozen = frozen_changes(plans, registry, topic.schema_modes, seen)
+    frozen = frozen_changes(plans, settled, topic.schema_modes, seen)
     if frozen:  # before any table is written: the batch stays pending
         raise SchemaFrozen(frozen_message(settings.table, batch.batch_id, frozen))
     # New timestamp columns take their times as ISO text (counted as times above, so

@@ -91,7 +91,7 @@ def ensure_table(
     the text companions the batch writes).
 
     Columns are compared with the table itself, not only the registry, so a
-    run killed between the DDL and the registry write is repaired by a rerun.
+    run killed between the registry write and the DDL is repaired by a rerun.
     """
     if not table_exists(spark, table):
         steps.reached("raw.create_table")
