@@ -19,7 +19,8 @@ by_model as (
         avg(case when readings.battery_level_pct < 20 then 1 else 0 end) as low_battery_share,
         avg(case when readings.battery_temperature_c >= 45 then 1 else 0 end) as hot_battery_share,
         avg(case when readings.battery_charging then 1 else 0 end) as charging_share,
-        max(readings.battery_cycle_count) as max_cycle_count
+        {#- bigint in landing; cast for a landing table built when it was an int. #}
+        cast(max(readings.battery_cycle_count) as bigint) as max_cycle_count
 
     from readings
 
