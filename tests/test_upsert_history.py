@@ -507,6 +507,25 @@ def test_repartition_never_puts_two_rows_of_a_key_in_one_partition(spark, sql):
     assert _rows(spark, spec.target) == sorted([*stored, ("d3", "b", "on", 3)])
 
 
+def test_repartition_counts_a_remembered_delete_as_a_row_of_its_key(spark, sql):
+    """Found by review: a key deleted on one day (a remembered delete) and live on
+    another passed the check, which read live rows only; by the key, both met in one
+    partition, and the next commit there removed the live row, no delete sent."""
+    spec = _spec("relaid_tombstones", delete_marker="gone")
+    columns = f"{COLUMNS}, gone boolean"
+
+    def commit(rows: list[tuple]) -> None:
+        spark.createDataFrame(rows, columns).createOrReplaceTempView("batch")
+        upsert(sql, spec, "batch")
+
+    commit([("d1", "a", "on", 1, False), ("d2", "a", "on", 3, False)])
+    commit([("d1", "a", None, 5, True)])  # a deleted on d1 at 5: remembered there
+    assert _rows(spark, spec.target) == [("d2", "a", "on", 3)]
+    with pytest.raises(UpsertError, match="rows of one key"):
+        repartition(sql, _existing(sql, spec), ["device"])
+    assert partition_columns(sql, spec.target) == ["day"]
+
+
 def test_bad_keep_commits_or_keep_days_names_the_fix():
     for value in (0, -1, 1.5, True):
         with pytest.raises(UpsertError, match="keep_commits"):

@@ -46,7 +46,7 @@ from dynamic_ddl.upsert.protocol import (
     refuse_dropping_savepoints,
     stored_versions,
 )
-from dynamic_ddl.upsert.relayout import start_repartition
+from dynamic_ddl.upsert.relayout import start_repartition, tombstones_predicate
 from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertError, UpsertSpec
 
 
@@ -112,19 +112,23 @@ def repartition(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> str 
             )
         if [p.lower() for p in spec.partition_by] == [p.lower() for p in partition_by]:
             return None  # spec.partition_by: the table's, as mend_table read them
-        refuse_merging_keys(sql, spec, partition_by)
         commit = next_commit_id(datetime.now(UTC), state.last_commit_id)
+        refuse_merging_keys(sql, spec, partition_by, tombstones_predicate(spec, state, commit))
         start_repartition(sql, spec, partition_by, commit, state)
         return commit
 
 
-def refuse_merging_keys(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str]) -> None:
+def refuse_merging_keys(
+    sql: Sql, spec: UpsertSpec, partition_by: Sequence[str], tombstones: str = "false"
+) -> None:
     """Raise UpsertError when the new layout would put rows of one key in one partition.
 
     Without `global_key` a key is unique within its partition only: a key
     stored on two days is two rows, and a layout without the day would hold
     both in one partition, where the next commit keeps one of them (found by
-    review: a row lost with no delete). A layout keeping every old partition
+    review: a row lost with no delete). A remembered delete (the version store's
+    rows `tombstones` selects) counts as a row: it moves with the rows, and would
+    remove a live row of its key there. A layout keeping every old partition
     column cannot do that; any other is checked against the rows, by the key
     the model names (`spec.unique_key`).
     """
@@ -139,8 +143,12 @@ def refuse_merging_keys(sql: Sql, spec: UpsertSpec, partition_by: Sequence[str])
             " it as `dbt run-operation repartition --args '{model: <name>, partition_by:"
             " [...]}'`."
         )
-    group = ", ".join(quoted_identifier(c) for c in (*partition_by, *spec.unique_key))
-    if sql(f"select 1 from {spec.target} group by {group} having count(*) > 1 limit 1"):
+    grouped = ", ".join(quoted_identifier(c) for c in (*partition_by, *spec.unique_key))
+    rows = (
+        f"select {grouped} from {spec.target}"
+        f" union all select {grouped} from {spec.versions} where {tombstones}"
+    )
+    if sql(f"select 1 from ({rows}) group by {grouped} having count(*) > 1 limit 1"):
         raise UpsertError(
             f"Repartition of {spec.target} by {list(partition_by)} would put rows of one"
             f" key ({', '.join(spec.unique_key)}) stored under different"

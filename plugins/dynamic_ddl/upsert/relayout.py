@@ -98,7 +98,7 @@ def start_repartition(
     data = [(n, t) for n, t in columns if n.lower() not in wanted]
     types = {n.lower(): (n, t) for n, t in columns}
     partitions = [types[p.lower()] for p in partition_by]
-    tombstones = _tombstones_predicate(spec, state, commit)
+    tombstones = tombstones_predicate(spec, state, commit)
     unplaced = " or ".join(f"{quoted_identifier(p)} is null" for p in partition_by)
     if sql(f"select 1 from {spec.versions} where ({tombstones}) and ({unplaced}) limit 1"):
         raise UpsertError(
@@ -253,7 +253,7 @@ def _write_store(
     write_log(sql, spec, LogEntry(commit, CHECKPOINT, changes))
 
 
-def _tombstones_predicate(spec: UpsertSpec, state: TableState, commit: str) -> str:
+def tombstones_predicate(spec: UpsertSpec, state: TableState, commit: str) -> str:
     """A filter on the version store keeping the remembered deletes of the versions the
     table's partitions (spec.partition_by, as the table has them) read, those a merge
     at `commit` would still find (within spec.tombstone_days); `false` when none."""
