@@ -20,7 +20,7 @@
     {%- set chosen = {'formats': entry.get('time_formats')} -%}
     {%- if execute and topic -%}
         {%- for node in graph.nodes.values()
-            if node.resource_type == 'model' and node.name == 'raw_' ~ topic
+            if node.resource_type == 'model' and node.alias == 'raw_' ~ topic
             and (node.config.meta or {}).get('time_formats') is not none -%}
             {%- do chosen.update({'formats': node.config.meta['time_formats']}) -%}
         {%- endfor -%}
