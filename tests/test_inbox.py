@@ -51,6 +51,39 @@ def test_missing_and_empty_inbox_folders_name_the_fix(tmp_path):
         topic_files(tmp_path, "device_events")
 
 
+def test_files_left_out_are_named_and_linked_ones_are_taken_once(tmp_path, caplog):
+    """Found by review: a `.JSON` or `.json.GZ`, a linked folder and a link to nothing
+    were skipped without a word, and a link to another inbox file (`latest.json`) had
+    its lines taken twice. Linked folders are followed (a loop once), a file reached
+    twice is taken once, and what is left out is named."""
+    topic = tmp_path / "inbox" / "device_events"
+    day = topic / "dt=2026-11-01"
+    day.mkdir(parents=True)
+    (day / "a.json").write_text("{}\n")
+    (day / "B.JSON").write_text("{}\n")
+    (day / "c.json.GZ").write_bytes(b"")
+    elsewhere = tmp_path / "mounted" / "fleet_a"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "d.json").write_text("{}\n")
+    (topic / "dt=2026-11-02").symlink_to(elsewhere, target_is_directory=True)
+    (topic / "latest.json").symlink_to(day / "a.json")
+    (topic / "gone.json").symlink_to(tmp_path / "nowhere.json")
+    (topic / "loop").symlink_to(topic, target_is_directory=True)
+
+    with caplog.at_level("WARNING", logger="dynamic_ddl.ingest"):
+        files = topic_files(tmp_path / "inbox", "device_events")
+    assert files == [day / "a.json", topic / "dt=2026-11-02" / "d.json"]
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    for name, why in (
+        ("B.JSON", "not in lower case"),
+        ("c.json.GZ", "not in lower case"),
+        ("latest.json", "again (a link), taken once"),
+        ("gone.json", "a link to nothing"),
+    ):
+        assert f"{name}' is left in the inbox, not read:" in messages, name
+        assert why in messages, why
+
+
 def test_check_cli_reports_files_or_fails_with_one_message(tmp_path, capsys):
     (tmp_path / "dbt_project.yml").write_text(PROJECT_YML)
     assert main(["check", "--project-dir", str(tmp_path)]) == 2

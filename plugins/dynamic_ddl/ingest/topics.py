@@ -26,6 +26,7 @@ its raw model is generated from this entry (raw_models.py, `make topics`).
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,7 +274,13 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     """The JSON-lines files of a topic, sorted; raises InboxError when there are none.
 
     Any name a filesystem allows is taken (brackets, spaces, `%`, unicode, ...),
-    except hidden ones (see is_hidden).
+    except hidden ones (see is_hidden). Linked folders are followed; a file
+    reached by two paths (a link to another inbox file) is taken once, under its
+    first path. What is left out though it looks meant to be read is named in a
+    warning at every run (found by review: each was skipped without a word): a
+    name not UTF-8, a JSON suffix in other letters (`.JSON`, `.json.GZ`: Hadoop
+    picks gzip by the lower-case suffix), a link to nothing, a folder that
+    cannot be listed.
     """
     folder = inbox / topic
     fix = (
@@ -283,20 +290,66 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     )
     if not folder.is_dir():
         raise InboxError(f"Inbox folder {folder} for topic '{topic}' does not exist. {fix}")
-    found = sorted(
-        path
-        for path in folder.rglob("*")
-        if path.is_file()
-        and path.name.endswith(JSON_SUFFIXES)
-        and not is_hidden(path.relative_to(folder))
-    )
-    files = [path for path in found if readable_name(path)]
-    for path in found:
+    found, left_out = _listed_files(folder)
+    files, by_target = [], {}
+    # The file's own path first: a link made later never takes over a file committed.
+    for path in sorted(found, key=lambda path: (path.resolve() != path.absolute(), path)):
         if not readable_name(path):  # found by review: it stopped the topic's every run
-            logging.getLogger("dynamic_ddl.ingest").warning(
-                f"{ascii(str(path))} is left in the inbox, not read: its name is not UTF-8,"
-                " which Spark cannot open. Rename it (e.g. `convmv -f latin1 -t utf8`)."
+            left_out.append(
+                (
+                    path,
+                    "its name is not UTF-8, which Spark cannot open. Rename it"
+                    " (e.g. `convmv -f latin1 -t utf8`)",
+                )
             )
+            continue
+        target = path.resolve()
+        if target in by_target:
+            left_out.append(
+                (path, f"it is the file {by_target[target]} again (a link), taken once")
+            )
+            continue
+        by_target[target] = path
+        files.append(path)
+    for path, why in left_out:
+        logging.getLogger("dynamic_ddl.ingest").warning(
+            f"{ascii(str(path))} is left in the inbox, not read: {why}."
+        )
     if not files:
         raise InboxError(f"Inbox folder {folder} for topic '{topic}' holds no JSON files. {fix}")
-    return files
+    return sorted(files)
+
+
+def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The JSON-lines files under `folder`, sorted (linked folders followed, each folder
+    once), and what looks meant to be read but is not: (path, why)."""
+    found: list[Path] = []
+    left_out: list[tuple[Path, str]] = []
+    visited: set[Path] = set()
+
+    def unlisted(error: OSError) -> None:
+        left_out.append(
+            (Path(error.filename or folder), f"its folder cannot be listed ({error.strerror})")
+        )
+
+    for root, folders, names in os.walk(folder, followlinks=True, onerror=unlisted):
+        here = Path(root)
+        real = here.resolve()
+        if real in visited:  # a link back up, or a second link to one folder
+            folders[:] = []
+            continue
+        visited.add(real)
+        folders[:] = sorted(f for f in folders if not f.startswith((".", "_")))
+        for name in names:
+            path = here / name
+            if is_hidden(path.relative_to(folder)):
+                continue
+            if name.endswith(JSON_SUFFIXES):
+                if path.is_file():
+                    found.append(path)
+                else:
+                    left_out.append((path, "it is a link to nothing"))
+            elif name.lower().endswith(JSON_SUFFIXES):
+                suffixes = ", ".join(JSON_SUFFIXES)
+                left_out.append((path, f"its suffix is not in lower case ({suffixes}); rename it"))
+    return sorted(found), left_out
