@@ -396,6 +396,23 @@ def test_times_a_full_cap_leaves_without_a_column_keep_their_text_as_sent(spark,
     assert_every_line_accounted_for(spark, schema)
 
 
+def test_an_event_time_a_full_cap_leaves_without_a_column_keeps_its_text_as_sent(spark, tmp_path):
+    """Found by review: the event time was always rewritten as ISO text, taken to get a
+    column first; when a topic's first batches sent none and filled the cap, the time
+    went to `_overflow` rewritten, not as sent. Raw still dates the row by it."""
+    schema = "modes_event_time_cap"
+    write_lines(tmp_path, "1.json", ['{"id": 1, "a": 1}'])
+    settings = {"time_formats": ["dd/MM/yyyy HH:mm"], "max_columns": 2}
+    ingest(spark, schema, tmp_path, **settings)
+    write_lines(tmp_path, "2.json", ['{"id": 2, "a": 2, "ts": "03/11/2026 10:00"}'])
+    ingest(spark, schema, tmp_path, **settings)
+    raw = spark.table(f"{schema}.raw_feed")
+    assert "ts" not in raw.columns
+    (row,) = raw.where("id = 2").selectExpr("_overflow", "string(_event_date)").collect()
+    assert tuple(row) == ({"ts": "03/11/2026 10:00"}, "2026-11-03")
+    assert_every_line_accounted_for(spark, schema)
+
+
 @pytest.mark.parametrize(
     ("pattern", "message"),
     [
