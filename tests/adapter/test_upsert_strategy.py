@@ -184,7 +184,8 @@ class TestUpsertChecksItsContractOnEveryRun:
 
 REFRESHED_MODEL = """
 {{ config(materialized='incremental', incremental_strategy='upsert', file_format='parquet',
-          unique_key='id', ordering_field='version', partition_by=['day']) }}
+          unique_key='id', ordering_field='version', partition_by=['day'],
+          tie_break=var('tie_break', none), on_schema_change=var('on_change', 'ignore')) }}
 select id, day, {{ var('version') }} as version, {{ var('fail', '') }} 'v' as label
 from (select 1 as id, 'd1' as day union all select 2 as id, 'd2' as day)
 """
@@ -210,6 +211,18 @@ class TestAFailingFullRefreshKeepsTheTable:
         run_dbt(["run", "--full-refresh", "--vars", broken], expect_pass=False)
         rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
         assert [tuple(r) for r in rows] == [(1, 2), (2, 2)]
+        # Found by review: a config the commit refuses (a column the result lacks, a
+        # setting upsert does not take) failed only after the table and its history
+        # were dropped. It fails before, naming the fix.
+        for config in ("tie_break: no_such_column", "on_change: sync_all_columns"):
+            result = run_dbt(
+                ["run", "--full-refresh", "--vars", f"{{version: 3, {config}}}"], expect_pass=False
+            )
+            assert "no_such_column" in result.results[0].message or "sync_all_columns" in (
+                result.results[0].message
+            )
+            rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
+            assert [tuple(r) for r in rows] == [(1, 2), (2, 2)], config
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: refreshed}"])
         rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
         assert [tuple(r) for r in rows] == [(1, 1), (2, 1)]

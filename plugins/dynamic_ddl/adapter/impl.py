@@ -184,6 +184,20 @@ class DynamicSparkAdapter(SparkAdapter):
         }
 
     @available
+    def check_upsert_source(self, source: Any, target: Any, options: dict[str, Any]) -> None:
+        """Raise, naming the fix, when upsert_into would refuse the model's config or the
+        columns of its rows in `source`; changes nothing."""
+        from dynamic_ddl.catalog import table_columns
+        from dynamic_ddl.upsert.spec import UpsertError
+        from dynamic_ddl.upsert.tables import refuse_missing_columns
+
+        spec = upsert_spec(target, options)
+        try:
+            refuse_missing_columns(spec, table_columns(self._fetch_rows, _table_name(source)))
+        except UpsertError as error:
+            raise CompilationError(str(error)) from None
+
+    @available
     def snapshot_changes_sql(
         self,
         target: Any,

@@ -23,6 +23,18 @@ from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, EMPTY, VERSION, Upsert
 LINEAGE = [(COMMIT_ID, "string"), (COMMIT_TS, "timestamp")]
 
 
+def refuse_missing_columns(spec: UpsertSpec, source_columns: list[tuple[str, str]]) -> None:
+    """UpsertError when a column the config names is not in the model's result."""
+    names = {n.lower() for n, _ in source_columns}
+    named = (*spec.unique_key, *spec.ranking_columns)
+    for column in (*named, *spec.partition_by):
+        if column.lower() not in names:
+            raise UpsertError(
+                f"Upsert into {spec.target}: column {column!r} is not in the model's result;"
+                " unique_key, ordering_field, tie_break and partition_by must name its columns."
+            )
+
+
 def ensure_tables(
     sql: Sql, spec: UpsertSpec, source_columns: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
@@ -33,14 +45,7 @@ def ensure_tables(
     """
     sql(log_ddl(spec))
     source_columns = [(n, t) for n, t in source_columns if n != spec.delete_marker]
-    names = {n.lower() for n, _ in source_columns}
-    named = (*spec.unique_key, *spec.ranking_columns)
-    for column in (*named, *spec.partition_by):
-        if column.lower() not in names:
-            raise UpsertError(
-                f"Upsert into {spec.target}: column {column!r} is not in the model's result;"
-                " unique_key, ordering_field, tie_break and partition_by must name its columns."
-            )
+    refuse_missing_columns(spec, source_columns)
     partitions = {p.lower() for p in spec.partition_by}
     data = [(n, t) for n, t in source_columns if n.lower() not in partitions]
     types = {n.lower(): t for n, t in source_columns}

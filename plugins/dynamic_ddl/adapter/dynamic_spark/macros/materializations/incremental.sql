@@ -67,6 +67,9 @@
                 {{ create_table_as(False, staging_relation, compiled_code, language) }}
             {%- endif -%}
         {%- endcall -%}
+        {#-- A config or result the commit would refuse fails here, before the drop
+             (found by review: a failed rebuild dropped the table and its history). --#}
+        {% do dynamic_spark_check_upsert(staging_relation, target_relation) %}
         {#-- Then every upsert build, the first too, is a commit: start from an empty store. --#}
         {%- if existing_relation.is_view -%}
             {% do adapter.drop_relation(existing_relation) %}

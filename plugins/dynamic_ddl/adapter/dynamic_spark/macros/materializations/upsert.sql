@@ -83,6 +83,19 @@
 
 {#-- Commit `source`'s rows into `target`; returns what the commit did. --#}
 {% macro dynamic_spark_upsert(source, target) %}
+    {%- do return(adapter.upsert_into(source, target, dynamic_spark_upsert_options())) -%}
+{% endmacro %}
+
+
+{#-- Fail, naming the fix, when the model's config or its rows in `source` cannot be
+     committed into `target`: checked before a rebuild drops the table. --#}
+{% macro dynamic_spark_check_upsert(source, target) %}
+    {%- do adapter.check_upsert_source(source, target, dynamic_spark_upsert_options()) -%}
+{% endmacro %}
+
+
+{#-- The model's upsert config, as adapter.upsert_into takes it. --#}
+{% macro dynamic_spark_upsert_options() %}
     {%- set options = {
         'strategy': config.get('incremental_strategy'),
         'partial_updates': config.get('partial_updates'),
@@ -98,7 +111,7 @@
         'on_schema_change': config.get('on_schema_change'),
         'incremental_predicates': config.get('predicates') or config.get('incremental_predicates'),
     } -%}
-    {%- do return(adapter.upsert_into(source, target, options)) -%}
+    {%- do return(options) -%}
 {% endmacro %}
 
 
