@@ -396,20 +396,25 @@ def test_times_a_full_cap_leaves_without_a_column_keep_their_text_as_sent(spark,
     assert_every_line_accounted_for(spark, schema)
 
 
-def test_an_event_time_a_full_cap_leaves_without_a_column_keeps_its_text_as_sent(spark, tmp_path):
-    """Found by review: the event time was always rewritten as ISO text, taken to get a
-    column first; when a topic's first batches sent none and filled the cap, the time
-    went to `_overflow` rewritten, not as sent. Raw still dates the row by it."""
-    schema = "modes_event_time_cap"
+def test_pinned_paths_and_the_event_time_get_their_column_past_a_full_cap(spark, tmp_path):
+    """Found by review: pinned paths came first only while the cap had room. Once a
+    flood of keys had filled it, a path a model reads (pinned for that) or the event
+    time went to `_overflow`, and landing read NULL. They get their column; the cap
+    bounds the rest."""
+    schema = "modes_pinned_past_cap"
     write_lines(tmp_path, "1.json", ['{"id": 1, "a": 1}'])
-    settings = {"time_formats": ["dd/MM/yyyy HH:mm"], "max_columns": 2}
+    settings = {"time_formats": ["dd/MM/yyyy HH:mm"], "max_columns": 2, "pinned_paths": ["p"]}
     ingest(spark, schema, tmp_path, **settings)
-    write_lines(tmp_path, "2.json", ['{"id": 2, "a": 2, "ts": "03/11/2026 10:00"}'])
+    line = '{"id": 2, "a": 2, "ts": "03/11/2026 10:00", "p": 5, "q": 6}'
+    write_lines(tmp_path, "2.json", [line])
     ingest(spark, schema, tmp_path, **settings)
     raw = spark.table(f"{schema}.raw_feed")
-    assert "ts" not in raw.columns
-    (row,) = raw.where("id = 2").selectExpr("_overflow", "string(_event_date)").collect()
-    assert tuple(row) == ({"ts": "03/11/2026 10:00"}, "2026-11-03")
+    assert {c: t for c, t in raw.dtypes if c in ("ts", "p", "q")} == {
+        "ts": "timestamp",
+        "p": "bigint",
+    }
+    (row,) = raw.where("id = 2").selectExpr("string(ts)", "p", "_overflow").collect()
+    assert tuple(row) == ("2026-11-03 10:00:00", 5, {"q": "6"})
     assert_every_line_accounted_for(spark, schema)
 
 

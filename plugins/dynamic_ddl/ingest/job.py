@@ -344,9 +344,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # New text paths become timestamp columns when every value is a time, ISO 8601 or
     # in a declared format (counted as misfits while parsing, like conflicts).
     timestamps = time_candidates(settings, registry, inferred, routes)
-    main = settings.table.split(".")[1]
-    room = sum(entry.table_name == main for entry in registry) < settings.max_columns
-    settled_times, new_times = timestamp_text_paths(as_text, routes, registry, topic, room)
+    settled_times, new_times = timestamp_text_paths(as_text, routes, registry, topic)
     conflicts = {path: t for path, t in as_text.items() if path not in new_times}
     checks = misfit_checks(source, conflicts) + time_misfit_checks(
         source, timestamps | new_times, topic.time_formats

@@ -303,14 +303,11 @@ def timestamp_text_paths(
     routes: Routes,
     registry: list[RegistryEntry],
     topic: TopicConfig,
-    room: bool = True,
 ) -> tuple[set[JsonPath], set[JsonPath]]:
     """Paths parsed as text for a timestamp column, as (settled, new).
 
     Settled paths have their column already, whatever their mode (a time the
-    topic reads fits its column), or are the event time while the raw table has
-    `room` for a column (it is first under the cap; found by review: with the
-    cap full, its rewritten text went to `_overflow`, not the text as sent):
+    topic reads fits its column), or are the event time (first under the cap):
     times_as_iso rewrites them as the batch is parsed, so checks and modes see
     one form. New
     ones (a hinted path's first batch) may yet be left without a column by the
@@ -324,9 +321,12 @@ def timestamp_text_paths(
         for path, column_type in as_text.items()
         if isinstance(column_type, TimestampType | TimestampNTZType)
     }
-    first = {event_time} if room and event_time not in routes.kept_out else set()
-    settled = {path for path in timestamps if path in known or path in first}
-    new = {path for path in timestamps if path not in known and path not in first}
+    settled = {
+        path
+        for path in timestamps
+        if path in known or (path == event_time and path not in routes.kept_out)
+    }
+    new = {path for path in timestamps if path not in known and path != event_time}
     return settled, new
 
 

@@ -105,8 +105,9 @@ def plan_schema(
 ) -> SchemaPlan:
     """The registry after `batch_id`, and the DDL it implies.
 
-    When the cap cannot take every new path, `pinned` paths (the topic's record
-    key and event time, paths a model names) come first, then hinted paths, then
+    `pinned` paths (the topic's record key and event time, its `pinned_paths`)
+    always get a column, past the cap too. When the cap cannot take every
+    other new path, hinted paths come first, then
     the paths the most records carry (`carried`: path -> records holding a
     value), then path order. So one misbehaving record with thousands of
     keys cannot push out the keys every record sends. `misfits` (once the
@@ -140,8 +141,14 @@ def plan_schema(
             leaf.path,
         ),
     )
-    admitted = sorted(new_leaves[:room], key=lambda leaf: leaf.path)  # columns in path order
-    overflow = new_leaves[room:] + [leaf for leaf in unknown if leaf.path in kept_out]
+    # Pinned paths get their column past the cap too (found by review: once a flood of
+    # keys had filled it, a path the models read went to `_overflow`, and they read
+    # NULL); the cap bounds what the rest may take.
+    first = [leaf for leaf in new_leaves if leaf.path in pinned]
+    rest = [leaf for leaf in new_leaves if leaf.path not in pinned]
+    left = max(0, room - len(first))
+    admitted = sorted(first + rest[:left], key=lambda leaf: leaf.path)  # columns in path order
+    overflow = rest[left:] + [leaf for leaf in unknown if leaf.path in kept_out]
     names = assign_column_names(
         (leaf.path for leaf in admitted), {path: e.column_name for path, e in by_path.items()}
     )
