@@ -11,6 +11,7 @@ from pyspark.sql.types import StructType
 from dynamic_ddl.ingest.parse import (
     REJECT_REASON,
     LineLimits,
+    case_sensitive,
     infer_schema,
     is_strict_json,
     line_numbers,
@@ -126,3 +127,41 @@ def test_only_one_strict_json_value_per_line_passes(spark):
     lines = spark.createDataFrame([(line,) for line in STRICT + LENIENT], "line string")
     verdicts = dict(lines.select("line", is_strict_json(F.col("line")).alias("ok")).collect())
     assert [line for line in STRICT + LENIENT if verdicts[line]] == STRICT
+
+
+class _ConnectClient:
+    """A stand-in for a Spark Connect client session: its `newSession` would open a
+    server session of its own, which nothing closes."""
+
+    __module__ = "pyspark.sql.connect.session"
+
+    def __init__(self):
+        self.settings = {"spark.sql.caseSensitive": "false"}
+        self.conf = self
+        self.opened: list[_ConnectClient] = []
+
+    def get(self, key):
+        return self.settings[key]
+
+    def set(self, key, value):
+        self.settings[key] = value
+
+    def newSession(self):  # noqa: N802 - pyspark's name (it succeeds on pyspark 4.3)
+        self.opened.append(_ConnectClient())
+        return self.opened[-1]
+
+
+def test_case_sensitive_inference_opens_no_session_on_spark_connect():
+    """Found by review: every raw batch on Spark Connect opened a server session (one
+    more for a batch holding `""`) and never closed it. The client's own session is set
+    case-sensitive for the inference, then set back."""
+    client = _ConnectClient()
+    with case_sensitive(client) as session:
+        assert session is client and client.get("spark.sql.caseSensitive") == "true"
+    assert client.get("spark.sql.caseSensitive") == "false" and client.opened == []
+
+
+def test_case_sensitive_inference_leaves_a_shared_classic_session_as_it_is(spark):
+    with case_sensitive(spark) as session:
+        assert session is not spark and session.conf.get("spark.sql.caseSensitive") == "true"
+    assert spark.conf.get("spark.sql.caseSensitive") == "false"

@@ -106,6 +106,11 @@ class LineLimits:
     max_depth: int = 32
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether `spark` is a Spark Connect client session (not a classic one)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 @contextmanager
 def case_sensitive(spark: SparkSession) -> Iterator[SparkSession]:
     """A session like `spark` that resolves names case-sensitively, inside the block.
@@ -114,13 +119,12 @@ def case_sensitive(spark: SparkSession) -> Iterator[SparkSession]:
     `state` in one object fail as duplicate columns. A classic session is
     shared by dbt's threads, so the setting goes on a new session over the
     same SparkContext (its SQL settings are its own) rather than on `spark`;
-    a Spark Connect session is the model's own, and is set back after.
+    a Spark Connect session is the model's own, and is set back after (its
+    `newSession` opens a server session no one closed: found by review, one
+    per batch).
     """
-    try:
+    if not is_connect(spark):
         isolated = spark.newSession()
-    except Exception:  # Spark Connect: no new sessions from a client; this one is ours
-        isolated = None
-    if isolated is not None:
         isolated.conf.set("spark.sql.caseSensitive", "true")
         yield isolated
         return
