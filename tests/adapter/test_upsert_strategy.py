@@ -20,6 +20,7 @@ from dbt.tests.adapter.incremental import test_incremental_predicates as predica
 from dbt.tests.adapter.incremental import test_incremental_unique_id as unique_suite
 from dbt.tests.util import check_relations_equal, run_dbt
 
+from dynamic_ddl.catalog import database_location, local_path, spark_sql
 from tests.adapter.targets import session_profile
 
 # NY's two rows: Brooklyn (2021-04-02) is later than Manhattan (2021-04-01).
@@ -203,7 +204,7 @@ class TestAFailingFullRefreshKeepsTheTable:
     def models(self):
         return {"refreshed.sql": REFRESHED_MODEL}
 
-    def test_a_failing_full_refresh_keeps_rows_and_rollback(self, project):
+    def test_a_failing_full_refresh_keeps_rows_and_rollback(self, project, spark):
         table = f"{project.test_schema}.refreshed"
         run_dbt(["run", "--vars", "{version: 1}"])
         run_dbt(["run", "--vars", "{version: 2}"])
@@ -226,6 +227,14 @@ class TestAFailingFullRefreshKeepsTheTable:
         run_dbt(["run-operation", "rollback_last_commit", "--args", "{model: refreshed}"])
         rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
         assert [tuple(r) for r in rows] == [(1, 1), (2, 1)]
+        # Found by review: a rebuild killed while writing its staging table left files
+        # in its folder, and Spark refuses a managed table over a folder that is not
+        # empty: every later rebuild of the model failed until the folder was removed.
+        schema_folder = local_path(database_location(spark_sql(spark), project.test_schema))
+        project.run_sql(f"drop table if exists {table}__dbt_new")  # a failed rebuild's
+        leftover = schema_folder / "refreshed__dbt_new" / "_temporary" / "0"
+        leftover.mkdir(parents=True)
+        (leftover / "part-00000.parquet").write_bytes(b"half written")
         run_dbt(["run", "--full-refresh", "--vars", "{version: 4}"])
         rows = project.run_sql(f"select id, version from {table} order by id", fetch="all")
         assert [tuple(r) for r in rows] == [(1, 4), (2, 4)]

@@ -557,6 +557,26 @@ class DynamicSparkAdapter(SparkAdapter):
             raise CompilationError(str(error)) from None
 
     @available
+    def clear_staging_folder(self, relation: Any) -> None:
+        """Remove what a killed write left in the default folder of a staging table
+        (`<name>__dbt_new`, `<name>__dbt_tmp`) that no longer exists: Spark refuses to
+        create a managed table over a folder that is not empty, so every later run of
+        the model failed (found by review). Only on a local disk; only those names."""
+        import shutil
+
+        from dynamic_ddl.catalog import database_location, local_path, table_exists
+
+        name = str(relation.identifier)
+        if not name.endswith(STAGING_SUFFIXES):
+            return
+        table = f"{relation.schema}.{name}"
+        if table_exists(self._fetch_rows, table):
+            return
+        folder = local_path(database_location(self._fetch_rows, str(relation.schema)))
+        if folder is not None and (folder / name.lower()).is_dir():
+            shutil.rmtree(folder / name.lower(), ignore_errors=True)
+
+    @available
     def drop_upsert_table(self, target: Any) -> None:
         """Drop an upsert table with its version store and its commit log (a full refresh)."""
         from dynamic_ddl.upsert.protocol import drop_upsert_table
@@ -630,6 +650,7 @@ class DynamicSparkAdapter(SparkAdapter):
 
 
 _LOGGER = AdapterLogger("dynamic_spark")
+STAGING_SUFFIXES = ("__dbt_new", "__dbt_tmp")  # what materializations build before a swap
 _RUN_LOCKS: dict[str, Any] = {}  # schema -> the RunLock this process holds on it
 # A model's table -> (day column, the days rows_of_changed_days listed when the model was
 # rendered), taken by its replace_partitions commit, which runs right after in this process.

@@ -90,6 +90,7 @@
     {%- else -%}
         {%- if language == 'python' -%}
             {% do adapter.drop_relation(tmp_relation) %}
+            {% do adapter.clear_staging_folder(tmp_relation) %}
         {%- endif -%}
         {%- call statement('create_tmp_relation', language=language) -%}
             {{ create_table_as(True, tmp_relation, compiled_code, language) }}

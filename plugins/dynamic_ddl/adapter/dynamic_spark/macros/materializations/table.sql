@@ -37,13 +37,15 @@
 
 {#
     The relation a rebuild writes before it is swapped in: `<name>__dbt_new`,
-    emptied first in case a crashed run left one behind.
+    emptied first in case a crashed run left one behind (its table, or the
+    files of a write killed before it was one).
 #}
 {% macro dynamic_spark_staging_relation(target_relation) %}
     {%- set staging_relation = target_relation.incorporate(
         path={"identifier": target_relation.identifier ~ '__dbt_new'}
     ) -%}
     {% do adapter.drop_relation(staging_relation) %}
+    {% do adapter.clear_staging_folder(staging_relation) %}
     {{ return(staging_relation) }}
 {% endmacro %}
 
