@@ -112,7 +112,7 @@
         {%- elif column.type == 'string' %}
         pivoted.{{ adapter.quote(column.name) }},
         {%- else %}
-        try_cast(pivoted.{{ adapter.quote(column.name) }} as {{ column.type }}) as {{ adapter.quote(column.name) }},
+        {{ dynamic_ddl.pivot_converted('pivoted.' ~ adapter.quote(column.name), column.type) }} as {{ adapter.quote(column.name) }},
         {%- endif %}
         {%- endfor %}
         {{ dynamic_ddl.pivot_overflow('pivoted._overflow_entries') }} as _overflow,
@@ -313,6 +313,25 @@
 
 
 {#
+    A pivoted text value in `data_type`, NULL when it does not convert. Spark's
+    cast reads `1e400`, `Infinity` and `NaN` as doubles no column should hold
+    (found by review: a typed key stored Infinity): a double or float takes a
+    finite decimal number only.
+#}
+{% macro pivot_converted(expression, data_type) -%}
+    {%- if data_type | lower in ['double', 'float'] -%}
+        case
+            when {{ expression }} rlike '^[ ]*[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?[ ]*$'
+                and abs(try_cast({{ expression }} as double)) <= 1.7976931348623157e308
+                then try_cast({{ expression }} as {{ data_type }})
+        end
+    {%- else -%}
+        try_cast({{ expression }} as {{ data_type }})
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#
     `_unconverted`: key -> text of the `typed` columns' values that did not
     convert (the typed column is NULL, the text is kept here); NULL when none.
 #}
@@ -325,7 +344,7 @@
                 {%- for column in typed %}
                 {{ dynamic_ddl.pivot_literal(column.key) }},
                 case
-                    when try_cast(pivoted.{{ adapter.quote(column.name) }} as {{ column.type }}) is null
+                    when {{ dynamic_ddl.pivot_converted('pivoted.' ~ adapter.quote(column.name), column.type) }} is null
                         then pivoted.{{ adapter.quote(column.name) }}
                 end{{ ',' if not loop.last }}
                 {%- endfor %}

@@ -73,6 +73,9 @@ BATCHES = {
         ("u4", "t1", "n", "1.5", 2),
         ("u5", "t1", "n", "abc", 2),  # does not convert: kept as text
         ("u5", "t1", "flag", "true", 2),
+        # Found by review: Spark's cast reads these as doubles; a column holds none.
+        ("u6", "t1", "n", "1e400", 2),
+        ("u7", "t1", "n", "NaN", 2),
     ],
 }
 
@@ -238,6 +241,8 @@ class TestPivot(PivotProject):
             ("u3", "t1", None, None, None, None, None, None),
             ("u4", "t1", None, None, None, 1.5, None, None),
             ("u5", "t1", None, None, None, None, True, {"n": "abc"}),
+            ("u6", "t1", None, None, None, None, None, {"n": "1e400"}),
+            ("u7", "t1", None, None, None, None, None, {"n": "NaN"}),
         ]
         # A run with no new batch keeps every column and renders the same SQL.
         run_dbt(["run", "--select", "lnd_kv"])
@@ -245,7 +250,7 @@ class TestPivot(PivotProject):
         run_dbt(["run", "--select", "lnd_kv"])
         assert _compiled(project, "lnd_kv") == first
         assert "cast(null as string) as `c`" in first
-        assert _rows(project, f"select count(*) from {schema}.lnd_kv") == [(6,)]
+        assert _rows(project, f"select count(*) from {schema}.lnd_kv") == [(8,)]
 
     def test_cap_allow_and_deny(self, project):
         run_dbt(["run", "--select", "capped", "allowed"])
