@@ -71,9 +71,24 @@ def run_model_script(compiled_code: str, spark: Any, model: dict) -> None:
         exec(code, {"spark": spark, "__name__": "__dbt_python_model__"})
     except Exception as error:
         raise DbtRuntimeError(
-            f"Python model '{model['name']}' failed; the table it writes was left as it was.\n"
-            + model_traceback(error)
+            f"Python model '{model['name']}' failed; {_left_as(model)}\n" + model_traceback(error)
         ) from None
+
+
+def _left_as(model: dict) -> str:
+    """What a failed model left behind, as its materialization leaves it (a raw model
+    commits batch by batch: found by review, it was said to leave its table as it was).
+
+    Example:
+        >>> _left_as({"config": {"materialized": "raw_ingest"}}).split(";")[0]
+        'the batches it committed before stay'
+    """
+    if model.get("config", {}).get("materialized") == "raw_ingest":
+        return (
+            "the batches it committed before stay; the failed one stays pending, and the"
+            " next run does it again."
+        )
+    return "the table it writes was left as it was."
 
 
 def model_script(compiled_code: str) -> str:
