@@ -40,6 +40,20 @@ def write_lines(inbox: Path, name: str, lines: list[str]) -> Path:
     return path
 
 
+def ingest_with_warnings(spark, schema: str, inbox: Path, caplog) -> tuple[list, list[str]]:
+    """`ingest`, and the messages of the warnings it logged. On the logger itself, read by
+    message: a dbt run earlier in this process may have bridged it to dbt's log
+    (python_jobs.bridge_logs_to_dbt), or set a JSON format."""
+    warnings = logging.getLogger("dynamic_ddl.ingest")
+    warnings.addHandler(caplog.handler)
+    try:
+        with caplog.at_level("WARNING", logger="dynamic_ddl.ingest"):
+            summaries = ingest(spark, schema, inbox)
+    finally:
+        warnings.removeHandler(caplog.handler)
+    return summaries, [record.getMessage() for record in caplog.records]
+
+
 def assert_every_line_accounted_for(spark, schema: str) -> None:
     """Per batch: the ledger's lines = raw rows + quarantined lines; every batch committed."""
     ledger = (
@@ -456,17 +470,8 @@ def test_a_file_name_that_is_not_utf8_is_named_in_a_warning_and_stops_nothing(
     spark.sql(f"drop database if exists {schema} cascade")
     write_lines(tmp_path, "ok.json", ['{"id": 1}'])
     latin1 = write_lines(tmp_path, b"caf\xe9.json".decode(errors="surrogateescape"), ['{"id": 2}'])
-    # On the logger itself, and read by message: a dbt run earlier in this process may
-    # have bridged it to dbt's log (python_jobs.bridge_logs_to_dbt), or set a JSON format.
-    warnings = logging.getLogger("dynamic_ddl.ingest")
-    warnings.addHandler(caplog.handler)
-    try:
-        with caplog.at_level("WARNING", logger="dynamic_ddl.ingest"):
-            (first,) = ingest(spark, schema, tmp_path)
-    finally:
-        warnings.removeHandler(caplog.handler)
+    (first,), messages = ingest_with_warnings(spark, schema, tmp_path, caplog)
     assert (first.input_lines, first.raw_rows) == (1, 1)
-    messages = [record.getMessage() for record in caplog.records]  # whatever the format
     assert any("caf\\udce9.json' is left in the inbox, not read" in m for m in messages)
     latin1.rename(latin1.with_name("café.json"))
     (renamed,) = ingest(spark, schema, tmp_path)
@@ -492,15 +497,8 @@ def test_a_gzip_file_cut_or_not_gzip_is_named_in_a_warning_and_stops_nothing(
     cut = write_lines(tmp_path, "cut.json.gz", lines)
     whole = cut.read_bytes()
     cut.write_bytes(whole[: len(whole) // 2])
-    warnings = logging.getLogger("dynamic_ddl.ingest")
-    warnings.addHandler(caplog.handler)
-    try:
-        with caplog.at_level("WARNING", logger="dynamic_ddl.ingest"):
-            (first,) = ingest(spark, schema, tmp_path)
-    finally:
-        warnings.removeHandler(caplog.handler)
+    (first,), messages = ingest_with_warnings(spark, schema, tmp_path, caplog)
     assert (first.input_lines, first.raw_rows) == (1, 1)
-    messages = [record.getMessage() for record in caplog.records]
     for name, why in (("plain.json.gz", "it is not gzip"), ("cut.json.gz", "its gzip stream ends")):
         assert any(f"{name} is left in the inbox, not read: {why}" in m for m in messages), name
 

@@ -235,7 +235,7 @@ def test_a_renewal_racing_a_take_over_is_lost_not_kept(spark):
             second.append(acquire(sql, table, LockSettings(wait_seconds=0)))
         return rows
 
-    with pytest.raises(LockLost, match="taken over by process"):
+    with pytest.raises(LockLost, match="now held by process"):
         renew(taken_over_after_the_first_read, table, first, 60, "a step")
     assert read_holder(sql, lock_table(table)).token == second[0].token
     release(sql, table, second[0])

@@ -299,13 +299,7 @@ def renew(sql: Sql, table: str, holder: Holder, lease_seconds: float, where: str
     """Extend `holder`'s lease on `table`'s lock; the holder after. LockLost (saying this
     run stopped at `where`) when the lease ran out and another run took the lock."""
     lock = lock_table(table)
-    current = read_holder(sql, lock)
-    if current is None or current.token != holder.token:
-        who = current.describe() if current else "nobody"
-        raise LockLost(
-            f"The lease on {lock} ran out and it is now held by {who}; this run"
-            f" stopped at {where}. Raise {LEASE_ENV} if a step takes longer than the lease."
-        )
+    _refuse_unless_held(sql, lock, holder, where)
     renewed = Holder(holder.host, holder.pid, holder.token, time.time() + lease_seconds)
     sql(
         f"alter table {quoted_table(lock)} set tblproperties ("
@@ -313,14 +307,19 @@ def renew(sql: Sql, table: str, holder: Holder, lease_seconds: float, where: str
     )
     # Read again: a run that took the lock over between the read and the alter got its
     # lease extended, not ours (found by review: both ran on).
-    after = read_holder(sql, lock)
-    if after is None or after.token != holder.token:
-        who = after.describe() if after else "nobody"
-        raise LockLost(
-            f"The lease on {lock} ran out and it was taken over by {who} as this run"
-            f" renewed it at {where}. Raise {LEASE_ENV} if a step takes longer than the lease."
-        )
+    _refuse_unless_held(sql, lock, holder, where)
     return renewed
+
+
+def _refuse_unless_held(sql: Sql, lock: str, holder: Holder, where: str) -> None:
+    """LockLost, saying this run stopped at `where`, unless `holder` holds `lock`."""
+    current = read_holder(sql, lock)
+    if current is None or current.token != holder.token:
+        who = current.describe() if current else "nobody"
+        raise LockLost(
+            f"The lease on {lock} ran out and it is now held by {who}; this run"
+            f" stopped at {where}. Raise {LEASE_ENV} if a step takes longer than the lease."
+        )
 
 
 class _Renewal:
