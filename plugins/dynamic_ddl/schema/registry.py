@@ -135,7 +135,6 @@ def plan_schema(
     new_leaves = sorted(
         (leaf for leaf in unknown if leaf.path not in kept_out),
         key=lambda leaf: (
-            leaf.path not in pinned,
             hint_of(leaf.path, hints or {}) is None,
             -carried.get(leaf.path, 0),
             leaf.path,

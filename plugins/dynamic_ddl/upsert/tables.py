@@ -24,8 +24,9 @@ LINEAGE = [(COMMIT_ID, "string"), (COMMIT_TS, "timestamp")]
 
 
 def refuse_missing_columns(spec: UpsertSpec, source_columns: list[tuple[str, str]]) -> None:
-    """UpsertError when a column the config names is not in the model's result."""
-    names = {n.lower() for n, _ in source_columns}
+    """UpsertError when a column the config names is not in the model's result (its
+    delete marker, which the commit reads apart, names none)."""
+    names = {n.lower() for n, _ in source_columns if n != spec.delete_marker}
     named = (*spec.unique_key, *spec.ranking_columns)
     for column in (*named, *spec.partition_by):
         if column.lower() not in names:
