@@ -349,6 +349,10 @@ def test_event_times_as_feeds_send_them_get_their_date(spark, tmp_path):
         6: "1700000000",
         7: "01.02.2026 10:00",  # the topic's event_time_format
         8: "not a time",
+        # Found by review: years Spark holds and Python does not stopped landing for good.
+        9: "0000-06-15T12:00:00Z",
+        10: "9999-12-31T23:30:00-01:00",  # the year 10000 in UTC
+        11: -62150000000,  # epoch seconds in the year 0
     }
     lines = [json.dumps({"id": key, "ts": value}) for key, value in times.items()]
     write_lines(tmp_path, "a.json", lines)
@@ -366,6 +370,9 @@ def test_event_times_as_feeds_send_them_get_their_date(spark, tmp_path):
         6: "2023-11-14",
         7: "2026-02-01",
         8: "None",  # kept, counted by the readable_event_times test and the run summary
+        9: "None",
+        10: "None",
+        11: "None",
     }
 
 
@@ -812,3 +819,18 @@ def test_a_topic_that_stops_keeping_its_text_keeps_the_old_rows_text(spark, tmp_
         (3, None, 2),
     ]
     assert [(r.n, r.n__text) for r in rows] == [(1, None), (None, "1.5"), (2, None)]
+
+
+@pytest.mark.parametrize("depth", [40, 400, 990])
+def test_a_line_nested_past_the_limit_is_quarantined_and_stops_nothing(spark, tmp_path, depth):
+    """Found by review: the batch's schema is read into Python recursively, and a line
+    nested a few hundred levels deep (2 KB, far under max_line_bytes) failed the read
+    before the depth limit judged it: the batch stayed pending and every run of the
+    topic failed on it, for good."""
+    deep = '{"id": 2, "ts": "2026-11-01T00:00:00Z", "d": ' + '{"a": ' * depth + "1" + "}" * depth
+    write_lines(tmp_path, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}', deep + "}"])
+    schema = f"hostile_deep_{depth}"
+    (summary,) = ingest(spark, schema, tmp_path)
+    assert (summary.raw_rows, summary.quarantined_lines) == (1, 1)
+    assert reasons(spark, schema) == {deep + "}": "nesting_too_deep"}
+    assert_every_line_accounted_for(spark, schema)

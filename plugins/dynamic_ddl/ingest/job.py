@@ -309,10 +309,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     links = link_files([f.path for f in batch.files], link_folder(staging))
     scratch = f"{staging}__inference"
     steps.reached("raw.infer_schema")
-    inferred: StructType = exact_numbers(infer_schema(spark, links, scratch))  # type: ignore[assignment]
+    depth = settings.limits.max_depth
+    inferred: StructType = exact_numbers(infer_schema(spark, links, scratch, depth))  # type: ignore[assignment]
     first = {leaf.path for leaf in all_leaves(inferred)}
     if any(f.holds_empty_string for f in batch.files):  # the ledger's read noted it
-        inferred = empty_strings_as_text(spark, links, inferred, scratch)
+        inferred = empty_strings_as_text(spark, links, inferred, scratch, depth)
     remove_local_dir(scratch)
     # Keys the reader deleted with their "": their {} parse as text, to be made null.
     hidden = {leaf.path: leaf.data_type for leaf in all_leaves(inferred) if leaf.path not in first}

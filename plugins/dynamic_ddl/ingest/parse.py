@@ -96,6 +96,8 @@ BIG_NUMBER = r"[0-9]{210}|[eE][+]?[0-9]{3}"
 # escaped quote inside a string); `""` followed by `:` appears nowhere else
 # in valid JSON.
 EMPTY_KEY = r'(?<!\\)""\s*:'
+# The JSON reader's and from_json's limit on nesting (Jackson's, 1,000 by default).
+MAX_NESTING = "maxNestingDepth"
 
 
 @dataclass(frozen=True)
@@ -136,14 +138,28 @@ def case_sensitive(spark: SparkSession) -> Iterator[SparkSession]:
         spark.conf.set("spark.sql.caseSensitive", before)
 
 
-def _json_reader(spark: SparkSession):
-    return spark.read.option("mode", "PERMISSIVE").option(
-        "columnNameOfCorruptRecord", CORRUPT_RECORD
+def _json_reader(spark: SparkSession, max_depth: int):
+    """The JSON reader of inference: a line nested deeper than `max_depth` is corrupt."""
+    return (
+        spark.read.option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
+        .option(MAX_NESTING, max_depth)
     )
 
 
-def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = None) -> StructType:
+def infer_schema(
+    spark: SparkSession,
+    files: list[str],
+    scratch: str | None = None,
+    max_depth: int = LineLimits.max_depth,
+) -> StructType:
     """The batch's schema, inferred by Spark's JSON reader over every line.
+
+    Lines nested deeper than `max_depth` (quarantined as `nesting_too_deep`)
+    are left out by the reader itself: found by review, a line of a few
+    hundred levels (2 KB) gave a schema Python could not read back (a
+    RecursionError), and of 400 levels one whose serialization overflowed
+    the JVM's stack and ended the Spark driver (a Thrift server's too).
 
     Keys that are null in every line are kept (as string): the caller gives
     a path a column only once a record holds a value there. (The reader's
@@ -159,13 +175,13 @@ def infer_schema(spark: SparkSession, files: list[str], scratch: str | None = No
     """
     with case_sensitive(spark) as session:
         try:
-            schema = _json_reader(session).json([glob_escaped(f) for f in files]).schema
+            schema = _json_reader(session, max_depth).json([glob_escaped(f) for f in files]).schema
         except AnalysisException:
             if scratch is None:
                 raise
             strict = read_text_lines(session, files).where(is_strict_json(F.col("line")))
             strict.select("line").write.mode("overwrite").text(scratch)
-            schema = _json_reader(session).json(glob_escaped(scratch)).schema
+            schema = _json_reader(session, max_depth).json(glob_escaped(scratch)).schema
     return StructType([field for field in schema.fields if field.name != CORRUPT_RECORD])
 
 
@@ -193,7 +209,11 @@ EMPTY_STRING = r'(?<!\\)""'
 
 
 def empty_strings_as_text(
-    spark: SparkSession, files: list[str], inferred: StructType, scratch: str
+    spark: SparkSession,
+    files: list[str],
+    inferred: StructType,
+    scratch: str,
+    max_depth: int = LineLimits.max_depth,
 ) -> StructType:
     """`inferred`, corrected where the reader's inference took `""` for null.
 
@@ -213,7 +233,7 @@ def empty_strings_as_text(
         line = F.col("value")
         text = session.read.text([glob_escaped(f) for f in files])
         with_empty = text.where(F.contains(line, F.lit('""')) & ~line.rlike(EMPTY_KEY))
-        reader = _json_reader(session).option("dropFieldIfAllNull", True)
+        reader = _json_reader(session, max_depth).option("dropFieldIfAllNull", True)
 
         def infer(lines: DataFrame) -> StructType:
             spaced = F.regexp_replace(line, EMPTY_STRING, '" "')
@@ -486,7 +506,9 @@ def rejection_reason(
         .when(F.trim(line) == "", F.lit("empty_line"))
         .when(
             record.isNull() | corrupt.isNotNull(),
-            F.when(F.try_parse_json(line).isNull(), F.lit("unparseable_json"))
+            # The parser refuses a line past max_depth (MAX_NESTING) as it refuses bad JSON.
+            F.when(nested_deeper_than(line, limits.max_depth), F.lit("nesting_too_deep"))
+            .when(F.try_parse_json(line).isNull(), F.lit("unparseable_json"))
             .when(F.ltrim(line).startswith("{"), F.lit("unreadable_value"))
             .otherwise(F.lit("not_an_object")),
         )
@@ -499,6 +521,38 @@ def rejection_reason(
         )
         .when(overflow, F.lit("number_out_of_range"))
     )
+
+
+def nested_deeper_than(line: Column, levels: int) -> Column:
+    """Whether JSON text nests more than `levels` objects and arrays, read from its
+    brackets outside strings: for a line the parser refused, whose record tells
+    nothing. No recursion (a line may nest a thousand levels), and the walk over its
+    characters only where more than `levels` brackets open at all."""
+
+    def state(depth: Column, deepest: Column, in_string: Column, escaped: Column) -> Column:
+        return F.struct(
+            depth.alias("depth"),
+            deepest.alias("deepest"),
+            in_string.alias("in_string"),
+            escaped.alias("escaped"),
+        )
+
+    def step(walked: Column, char: Column) -> Column:
+        depth, deepest = walked["depth"], walked["deepest"]
+        in_string, escaped = walked["in_string"], walked["escaped"]
+        quote, no, yes = char == F.lit('"'), F.lit(False), F.lit(True)
+        return (
+            F.when(in_string, state(depth, deepest, ~quote | escaped, ~escaped & (char == "\\")))
+            .when(quote, state(depth, deepest, yes, no))
+            .when(char.isin("{", "["), state(depth + 1, F.greatest(deepest, depth + 1), no, no))
+            .when(char.isin("}", "]"), state(depth - 1, deepest, no, no))
+            .otherwise(walked)
+        )
+
+    start = state(F.lit(0), F.lit(0), F.lit(False), F.lit(False))
+    deepest = F.aggregate(F.split(line, ""), start, step, lambda walked: walked["deepest"])
+    opening = F.length(line) - F.length(F.translate(line, "{[", ""))
+    return F.when(opening > levels, deepest > levels).otherwise(F.lit(False))
 
 
 def beyond_double(line: Column, record: Column, schema: StructType) -> Column:
@@ -551,7 +605,11 @@ def parse_lines(
     rejects the otherwise accepted lines it holds for (`discard_row`).
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT_RECORD, StringType())])
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
+    options = {
+        "mode": "PERMISSIVE",
+        "columnNameOfCorruptRecord": CORRUPT_RECORD,
+        MAX_NESTING: str(limits.max_depth),
+    }
     too_long = F.octet_length("line") > limits.max_line_bytes
     parsed = F.from_json("line", with_corrupt, options).cast(positional_type(with_corrupt))
     # Two selects, so the parse is computed once and the reason reads its result.

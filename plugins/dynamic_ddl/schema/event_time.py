@@ -15,8 +15,9 @@ means the same everywhere. The order of tries:
 5. COMMON_FORMATS (`Sun Aug 31 00:29:15 +0000 2014`, RFC 1123, ...), after
    dropping a leading day of the week.
 
-A value none of them reads gives NULL; the raw row keeps its text, and the
-`readable_event_times` test and the run summary count such rows.
+A value none of them reads gives NULL, and so does a time outside the years 1 to
+9999 (Python's, where dbt and the models collect days); the raw row keeps its
+text, and the `readable_event_times` test and the run summary count such rows.
 """
 
 from __future__ import annotations
@@ -82,7 +83,11 @@ def event_timestamp_sql(expression: str, formats: str | Sequence[str | None] | N
     tries.append(f"try_to_timestamp({text})")
     undayed = f"regexp_replace({text}, {string_literal(_DAY_OF_WEEK)}, '')"
     tries += [f"try_to_timestamp({undayed}, {string_literal(f)})" for f in COMMON_FORMATS]
-    return "coalesce(" + ", ".join(tries) + ")"
+    read = "coalesce(" + ", ".join(tries) + ")"
+    # Spark holds years before 1 and after 9999 (`0000-06-15`, `-62150000000`); Python's
+    # datetime does not, and every reader that collects a day (an upsert's partitions,
+    # a landing model's days) failed on it, for good. Such a time is no event's.
+    return f"case when year({read}) between 1 and 9999 then {read} end"
 
 
 def declared_timestamp(text: Column, formats: Sequence[str]) -> Column:
