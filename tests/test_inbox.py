@@ -35,6 +35,11 @@ def test_project_topics_parse():
         # raw_feed__lock would be feed's lock table; raw_quarantine is the quarantine's.
         ({"feed__lock": {"record_key": "id", "event_time": "ts"}}, "holds __"),
         ({"quarantine": {"record_key": "id", "event_time": "ts"}}, "bookkeeping table"),
+        # Found by review: a misspelled setting was ignored (the topic evolved).
+        (
+            {"t": {"record_key": "id", "event_time": "ts", "schema_modes": "freeze"}},
+            r"schema_modes is no setting \(did you mean schema_mode\?\)",
+        ),
     ],
 )
 def test_malformed_topic_config_names_the_setting(raw_topics, message):
@@ -109,3 +114,38 @@ def test_a_raw_model_whose_table_is_another_tables_is_refused(table):
     config = {"topic": "feed", "table": table, "schema": "s", "inbox_dir": "/tmp"}
     with pytest.raises(ConfigError, match=table):
         IngestSettings.from_config({**config, "record_key": ["id"], "event_time": "ts"})
+
+
+VALID = {"topic": "feed", "table": "raw_feed", "schema": "s", "inbox_dir": "/tmp"}
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        # Found by review: deeper, a line could again end the Spark driver (parse.MAX_DEPTH).
+        ({"max_depth": 1000}, "max_depth must be a whole number from 1 to 64, not 1000"),
+        ({"max_line_bytes": 0}, "max_line_bytes must be a whole number >= 1, not 0"),
+        ({"max_columns": "1e3"}, "max_columns must be a whole number >= 1, not '1e3'"),
+        ({"max_column": 5}, r"max_column is no setting \(did you mean max_columns\?\)"),
+        ({"topic_settings": ["record_key", "time_format"]}, "time_format is no setting"),
+    ],
+)
+def test_limits_and_settings_a_dbt_run_passes_are_checked_naming_the_fix(settings, message):
+    """A `dbt run` alone (no `make topics`) passes a raw model its topic and vars.raw_limits:
+    the same checks, in vars.raw_limits' words."""
+    from dynamic_ddl.ingest.settings import IngestSettings
+
+    config = {**VALID, "record_key": ["id"], "event_time": "ts", **settings}
+    with pytest.raises(ConfigError, match=message):
+        IngestSettings.from_config(config)
+
+
+def test_one_pinned_path_is_a_path_and_raw_limits_are_checked_by_make_topics():
+    from dynamic_ddl.ingest.settings import IngestSettings
+
+    config = {**VALID, "record_key": "id", "event_time": "ts", "pinned_paths": "_data.x"}
+    topic = IngestSettings.from_config(config).topic
+    assert (topic.record_key, topic.pinned_paths) == (("id",), ("_data.x",))
+    topics = {"t": {"record_key": "id", "event_time": "ts"}}
+    with pytest.raises(ConfigError, match=r"vars.raw_limits .*max_dept is no setting"):
+        parse_topics({"raw_topics": topics, "raw_limits": {"max_dept": 5}})

@@ -13,6 +13,8 @@ import pytest
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.locks import (
+    LEASE_ENV,
+    WAIT_ENV,
     Holder,
     LockLost,
     LockSettings,
@@ -239,3 +241,14 @@ def test_a_renewal_racing_a_take_over_is_lost_not_kept(spark):
         renew(taken_over_after_the_first_read, table, first, 60, "a step")
     assert read_holder(sql, lock_table(table)).token == second[0].token
     release(sql, table, second[0])
+
+
+@pytest.mark.parametrize(("variable", "value"), [(LEASE_ENV, "0"), (WAIT_ENV, "10m")])
+def test_lock_settings_from_the_environment_are_checked_naming_the_variable(
+    monkeypatch, variable, value
+):
+    """Found by review: a lease of 0 s was taken as it was, and a waiting run took a live
+    holder's lock at once (two writers); `10m` failed with a bare float() error."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=f"{variable} must be a number of seconds"):
+        LockSettings.from_env()

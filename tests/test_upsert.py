@@ -7,15 +7,19 @@ import os
 import threading
 import time
 from datetime import datetime
+from types import SimpleNamespace
 from urllib.parse import urlparse
 
 import pytest
 from dbt.adapters.spark.session import Connection as SessionConnection
+from dbt_common.exceptions import CompilationError
 
 from dynamic_ddl import sql_text, steps
 from dynamic_ddl.adapter.connections import EscapingSessionConnectionWrapper
+from dynamic_ddl.adapter.impl import upsert_spec
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
+from dynamic_ddl.upsert.tables import refuse_missing_columns
 
 SCHEMA = "upsert_tests"
 COLUMNS = "day string, device string, state string, log_ts bigint, gone boolean"
@@ -354,6 +358,28 @@ def test_a_missing_key_column_names_the_fix(spark, sql):
         upsert(
             sql, _spec("bad", unique_key=("serial",)), _batch(spark, [("d1", "a", "x", 1, False)])
         )
+
+
+def test_a_delete_marker_the_result_lacks_is_refused_before_anything_changes():
+    """Found by review: a misspelled delete_marker passed the check a full refresh makes
+    before its drop, and failed the commit after it: the table was left empty."""
+    columns = [("id", "int"), ("ts", "timestamp"), ("is_deleted", "boolean")]
+    for marker in ("is_delted", "Is_Deleted"):
+        spec = UpsertSpec("s.t", ("id",), "ts", delete_marker=marker)
+        with pytest.raises(UpsertError, match=f"delete_marker '{marker}' is not a column"):
+            refuse_missing_columns(spec, columns)
+    refuse_missing_columns(UpsertSpec("s.t", ("id",), "ts", delete_marker="is_deleted"), columns)
+
+
+def test_yes_no_options_given_as_text_mean_what_they_say():
+    """Found by review: `global_key='false'` was read as true (a non-empty string), and
+    a global key removes a key's rows from every other partition."""
+    target = SimpleNamespace(schema="s", identifier="t")
+    options = {"unique_key": "id", "ordering_field": "ts", "partition_by": "day"}
+    for text, meant in (("false", False), ("True", True)):
+        assert upsert_spec(target, {**options, "global_key": text}).global_key is meant
+    with pytest.raises(CompilationError, match="global_key must be true or false, not 'no'"):
+        upsert_spec(target, {**options, "global_key": "no"})
 
 
 def test_partition_paths_match_sparks_escaping(spark, sql):

@@ -21,6 +21,7 @@ for what the lock does not guarantee.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -117,9 +118,35 @@ class LockSettings:
     @classmethod
     def from_env(cls, wait_seconds: float | None = None) -> LockSettings:
         """Settings from the environment; `wait_seconds` (a model's config) wins."""
-        wait = os.environ.get(WAIT_ENV, DEFAULT_WAIT_SECONDS)
-        lease = os.environ.get(LEASE_ENV, DEFAULT_LEASE_SECONDS)
-        return cls(float(wait if wait_seconds is None else wait_seconds), float(lease))
+        wait = (
+            os.environ.get(WAIT_ENV, DEFAULT_WAIT_SECONDS) if wait_seconds is None else wait_seconds
+        )
+        where = WAIT_ENV if wait_seconds is None else "lock_wait_seconds"
+        return cls(
+            _seconds(wait, where, zero_allowed=True),
+            # A lease of 0 s would let a waiting run take a live holder's lock at once.
+            _seconds(os.environ.get(LEASE_ENV, DEFAULT_LEASE_SECONDS), LEASE_ENV),
+        )
+
+
+def _seconds(value: object, name: str, zero_allowed: bool = False) -> float:
+    """A number of seconds from a setting or an environment variable, or a ValueError
+    naming it.
+
+    Example:
+        >>> _seconds("10m", "DYNAMIC_DDL_LOCK_WAIT_SECONDS")
+        Traceback (most recent call last):
+        ...
+        ValueError: DYNAMIC_DDL_LOCK_WAIT_SECONDS must be a number of seconds above 0, not '10m'.
+    """
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (seconds >= 0 if zero_allowed else seconds > 0) or math.isinf(seconds):
+        least = "0 or more" if zero_allowed else "above 0"
+        raise ValueError(f"{name} must be a number of seconds {least}, not {value!r}.")
+    return seconds
 
 
 def lock_table(table: str) -> str:

@@ -353,7 +353,7 @@ class DynamicSparkAdapter(SparkAdapter):
                     self._existing_upsert(relation),
                     tombstone_days=days,
                     unique_key=_columns(unique_key),
-                    global_key=bool(global_key),
+                    global_key=_flag("global_key", global_key),
                 )
                 return repartition(self._fetch_rows, spec, _columns(partition_by))
             except UpsertError as error:
@@ -691,6 +691,23 @@ def _columns(value: Any) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+def _flag(name: str, value: Any) -> bool:
+    """A yes/no config value: a boolean, or its text (`'false'` is no, not a non-empty
+    string read as yes); else an UpsertError naming it.
+
+    Example:
+        >>> _flag("global_key", "False"), _flag("global_key", None), _flag("global_key", True)
+        (False, False, True)
+    """
+    from dynamic_ddl.upsert.spec import UpsertError
+
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise UpsertError(f"{name} must be true or false, not {value!r}.")
+
+
 def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
     """An UpsertSpec from a relation and the model's config values; bad config is a
     compilation error naming the fix."""
@@ -708,9 +725,9 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             on_schema_change=options.get("on_schema_change") or "ignore",
             predicates=_columns(options.get("incremental_predicates")),
             replace=options.get("strategy") == "replace_partitions",
-            partial_updates=bool(options.get("partial_updates")),
+            partial_updates=_flag("partial_updates", options.get("partial_updates")),
             tombstone_days=DEFAULT_TOMBSTONE_DAYS if days is None else days,
-            global_key=bool(options.get("global_key")),
+            global_key=_flag("global_key", options.get("global_key")),
             keep_commits=1 if options.get("keep_commits") is None else options["keep_commits"],
             keep_days=options.get("keep_days"),
         )

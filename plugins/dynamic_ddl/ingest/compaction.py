@@ -70,7 +70,7 @@ from dynamic_ddl.catalog import (
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, EVENT_DATE_COLUMN, SLOT_COLUMN
 from dynamic_ddl.ingest.tables import PARTITION_COLUMNS, create_table_sql
-from dynamic_ddl.ingest.topics import ConfigError
+from dynamic_ddl.ingest.topics import ConfigError, whole_number
 from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.sql_text import (
     glob_escaped,
@@ -113,8 +113,10 @@ class CompactionPolicy:
             >>> CompactionPolicy.from_config({"compact_every": 20}, "model raw_t")
             CompactionPolicy(every=20, after_days=2, target_mb=128)
         """
-        every = _whole(config, "compact_every", where, minimum=1, default=None)
-        after = _whole(config, "compact_after_days", where, minimum=0, default=DEFAULT_AFTER_DAYS)
+        every = whole_number(config, "compact_every", where, minimum=1, default=None)
+        after = whole_number(
+            config, "compact_after_days", where, minimum=0, default=DEFAULT_AFTER_DAYS
+        )
         target = config.get("compact_target_mb")
         if target is None:
             target = DEFAULT_TARGET_MB
@@ -136,15 +138,6 @@ class CompactionPolicy:
         if not self.every:
             return False
         return committed_now // self.every > committed_before // self.every
-
-
-def _whole(config: dict[str, Any], name: str, where: str, minimum: int, default: int | None):
-    value = config.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{where}: {name} must be a whole number >= {minimum}, not {value!r}.")
-    return value
 
 
 @dataclass(frozen=True)

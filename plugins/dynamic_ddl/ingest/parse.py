@@ -100,6 +100,12 @@ EMPTY_KEY = r'(?<!\\)""\s*:'
 MAX_NESTING = "maxNestingDepth"
 
 
+# The deepest `max_depth` a topic may set: a batch's schema (as deep as its deepest
+# accepted line) is read back into Python recursively, and through Spark Connect as
+# nested protobuf messages, three per level.
+MAX_DEPTH = 64
+
+
 @dataclass(frozen=True)
 class LineLimits:
     """Lines longer than `max_line_bytes`, or nesting deeper than `max_depth`, are quarantined."""

@@ -9,18 +9,38 @@ from typing import Any
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.compaction import CompactionPolicy
 from dynamic_ddl.ingest.ledger import BatchLimits
-from dynamic_ddl.ingest.parse import LineLimits
+from dynamic_ddl.ingest.parse import MAX_DEPTH, LineLimits
 from dynamic_ddl.ingest.topics import (
+    LIMIT_SETTINGS,
+    TOPIC_SETTINGS,
+    ConfigError,
     TopicConfig,
     check_raw_table_name,
+    refuse_unknown_settings,
     schema_modes,
     time_formats,
     topic_flag,
     type_hints,
+    whole_number,
 )
 from dynamic_ddl.locks import LockSettings
 from dynamic_ddl.schema.naming import JsonPath
 from dynamic_ddl.spark_conf import project_root
+
+# What the raw_ingest materialization tells a raw model besides vars.raw_limits.
+MODEL_SETTINGS = {
+    *TOPIC_SETTINGS,
+    "topic",
+    "topic_settings",
+    "overridden",
+    "inbox_dir",
+    "schema",
+    "table",
+    "lock_wait_seconds",
+    "compact_every",
+    "compact_after_days",
+    "compact_target_mb",
+}
 
 
 @dataclass(frozen=True)
@@ -46,20 +66,30 @@ class IngestSettings:
             keys = ", ".join(config["overridden"])
             where += f" (or {keys} in the meta of model {config['table']}, which wins)"
         check_raw_table_name(config["table"], where)
+        # The same checks as parse_topics' (make topics, make run), for a dbt run alone.
+        refuse_unknown_settings(config.get("topic_settings", ()), TOPIC_SETTINGS, where)
+        limited = "vars.raw_limits in dbt_project.yml"
+        refuse_unknown_settings(set(config) - MODEL_SETTINGS, LIMIT_SETTINGS, limited)
         topic = TopicConfig(
             name=config["topic"],
-            record_key=tuple(config["record_key"]),
-            event_time=config["event_time"],
-            pinned_paths=tuple(config.get("pinned_paths") or ()),
+            record_key=_paths(config.get("record_key")),
+            event_time=config.get("event_time"),
+            pinned_paths=_paths(config.get("pinned_paths")),
             event_time_format=config.get("event_time_format"),
             keep_raw_json=topic_flag(config, "keep_raw_json", where),
             schema_modes=schema_modes(config.get("schema_mode"), where),
             hints=type_hints(config.get("hints"), where),
             time_formats=time_formats(config.get("time_formats"), where),
         )
+        if not topic.record_key or not topic.event_time:
+            raise ConfigError(f"{where}: record_key and event_time must name JSON paths.")
         limits = LineLimits(
-            max_line_bytes=int(config.get("max_line_bytes", LineLimits.max_line_bytes)),
-            max_depth=int(config.get("max_depth", LineLimits.max_depth)),
+            max_line_bytes=whole_number(
+                config, "max_line_bytes", limited, 1, LineLimits.max_line_bytes
+            ),
+            max_depth=whole_number(
+                config, "max_depth", limited, 1, LineLimits.max_depth, MAX_DEPTH
+            ),
         )
         return cls(
             topic=topic,
@@ -67,14 +97,31 @@ class IngestSettings:
             table=f"{config['schema']}.{config['table']}",
             bookkeeping=BookkeepingTables.in_schema(config["schema"]),
             limits=limits,
-            max_columns=int(config.get("max_columns", 500)),
+            max_columns=whole_number(config, "max_columns", limited, 1, 500),
             batch_limits=BatchLimits(
-                max_files=int(config.get("max_batch_files", BatchLimits.max_files)),
-                max_bytes=int(config.get("max_batch_mb", BatchLimits.max_bytes >> 20)) << 20,
+                max_files=whole_number(
+                    config, "max_batch_files", limited, 1, BatchLimits.max_files
+                ),
+                max_bytes=whole_number(
+                    config, "max_batch_mb", limited, 1, BatchLimits.max_bytes >> 20
+                )
+                << 20,
             ),
             lock=LockSettings.from_env(config.get("lock_wait_seconds")),
             compaction=CompactionPolicy.from_config(config, f"model {config['table']}"),
         )
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    """Configured JSON paths: one (`_data.x`) or a list; not each letter of one.
+
+    Example:
+        >>> _paths("_data.x"), _paths(["a", "b.c"]), _paths(None)
+        (('_data.x',), ('a', 'b.c'), ())
+    """
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def dotted(path: str) -> JsonPath:

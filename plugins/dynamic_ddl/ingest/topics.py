@@ -25,9 +25,11 @@ its raw model is generated from this entry (raw_models.py, `make topics`).
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,19 @@ from dynamic_ddl.schema.modes import SchemaModes
 # The usual names of JSON-lines files, plain or gzipped.
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz")
 _TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# What a topic of vars.raw_topics and vars.raw_limits may set; any other key is a typo
+# (found by review: `schema_modes: freeze` was ignored, and the topic evolved).
+TOPIC_SETTINGS = (
+    "record_key",
+    "event_time",
+    "event_time_format",
+    "time_formats",
+    "pinned_paths",
+    "hints",
+    "schema_mode",
+    "keep_raw_json",
+)
+LIMIT_SETTINGS = ("max_line_bytes", "max_depth", "max_columns", "max_batch_files", "max_batch_mb")
 # The bookkeeping tables of a schema (bookkeeping.BookkeepingTables), named as raw
 # tables are: no topic's raw table (`raw_<topic>`) may take one of these names.
 BOOKKEEPING_NAMES = {
@@ -134,6 +149,10 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
             "vars.raw_topics in dbt_project.yml must map each topic name to "
             "{record_key: [json.path, ...], event_time: json.path}."
         )
+    limits = project_vars.get("raw_limits") or {}
+    if not isinstance(limits, dict):
+        raise ConfigError("vars.raw_limits in dbt_project.yml must map limits to numbers.")
+    refuse_unknown_settings(limits, LIMIT_SETTINGS, "vars.raw_limits in dbt_project.yml")
     topics = {}
     for name, entry in raw_topics.items():
         where = f"vars.raw_topics.{name} in dbt_project.yml"
@@ -145,6 +164,7 @@ def parse_topics(project_vars: dict[str, Any]) -> dict[str, TopicConfig]:
         check_raw_table_name(f"raw_{name}", where)
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be a mapping with record_key and event_time.")
+        refuse_unknown_settings(entry, TOPIC_SETTINGS, where)
         record_key = entry.get("record_key")
         if isinstance(record_key, str):
             record_key = [record_key]
@@ -222,6 +242,55 @@ def schema_modes(value: Any, where: str) -> SchemaModes:
         return SchemaModes.from_config(value, where)
     except ValueError as error:
         raise ConfigError(str(error)) from None
+
+
+def refuse_unknown_settings(keys: Iterable[Any], known: Sequence[str], where: str) -> None:
+    """A ConfigError naming a key that is no setting, and the setting it may mean.
+
+    Example:
+        >>> refuse_unknown_settings(["hint"], TOPIC_SETTINGS, "t")
+        Traceback (most recent call last):
+        ...
+        dynamic_ddl.ingest.topics.ConfigError: t: hint is no setting (did you mean hints?).
+    """
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            meant = (
+                f" (did you mean {close[0]}?)" if close else f"; the settings: {', '.join(known)}"
+            )
+            raise ConfigError(f"{where}: {key} is no setting{meant}.")
+
+
+def whole_number(
+    config: dict[str, Any],
+    name: str,
+    where: str,
+    minimum: int,
+    default: int | None,
+    maximum: int | None = None,
+) -> int | None:
+    """A whole-number setting within its bounds (`default` when absent); anything else
+    is an error naming it and them.
+
+    Example:
+        >>> whole_number({"n": 0}, "n", "vars.x", 1, 32, 64)
+        Traceback (most recent call last):
+        ...
+        dynamic_ddl.ingest.topics.ConfigError: vars.x: n must be a whole number from 1 to 64, not 0.
+    """
+    value = config.get(name)
+    if value is None:
+        return default
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise ConfigError(f"{where}: {name} must be a whole number {bounds}, not {value!r}.")
+    return value
 
 
 def topic_flag(entry: dict[str, Any], name: str, where: str) -> bool:

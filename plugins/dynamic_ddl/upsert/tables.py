@@ -26,7 +26,15 @@ LINEAGE = [(COMMIT_ID, "string"), (COMMIT_TS, "timestamp")]
 def refuse_missing_columns(spec: UpsertSpec, source_columns: list[tuple[str, str]]) -> None:
     """UpsertError when a column the config names is not in the model's result (its
     delete marker, which the commit reads apart, names none)."""
-    names = {n.lower() for n, _ in source_columns if n != spec.delete_marker}
+    marker = spec.delete_marker
+    if marker and marker not in {n for n, _ in source_columns}:
+        # Checked before a full refresh drops the table: found by review, a misspelled
+        # marker failed the commit only after the drop, and the table was left empty.
+        raise UpsertError(
+            f"Upsert into {spec.target}: delete_marker {marker!r} is not a column of the"
+            " model's result; name it as the model spells it (case included)."
+        )
+    names = {n.lower() for n, _ in source_columns if n != marker}
     named = (*spec.unique_key, *spec.ranking_columns)
     for column in (*named, *spec.partition_by):
         if column.lower() not in names:

@@ -72,6 +72,7 @@
     {%- if record_key is string -%}{%- set record_key = [record_key] -%}{%- endif -%}
     {%- set settings = {
         'topic': topic,
+        'topic_settings': entry.keys() | list,
         'record_key': record_key,
         'event_time': entry['event_time'],
         'pinned_paths': entry.get('pinned_paths', []),
