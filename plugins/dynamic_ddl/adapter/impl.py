@@ -116,10 +116,12 @@ class DynamicSparkAdapter(SparkAdapter):
 
     @available
     def create_bookkeeping_tables(self, schema: str) -> None:
-        """Create the raw layer's ledger, registry and quarantine in `schema` if missing."""
-        from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, bookkeeping_ddl
+        """Create the raw layer's ledger, registry and quarantine in `schema` if missing
+        (the ledger not while a killed migration holds it: see unlocked_bookkeeping_ddl)."""
+        from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, unlocked_bookkeeping_ddl
 
-        for statement in bookkeeping_ddl(BookkeepingTables.in_schema(schema)):
+        tables = BookkeepingTables.in_schema(schema)
+        for statement in unlocked_bookkeeping_ddl(self._fetch_rows, tables):
             self.execute(statement)
 
     @available

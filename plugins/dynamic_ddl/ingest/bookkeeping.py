@@ -86,6 +86,17 @@ def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
     ]
 
 
+def unlocked_bookkeeping_ddl(sql: Sql, tables: BookkeepingTables) -> list[str]:
+    """bookkeeping_ddl for a caller without the ledger's lock (dbt's on-run-start): the
+    ledger's left out while a migration a killed run left holds it under its retired
+    name (found by review: an empty ledger made there was taken for the migrated one,
+    and every topic's inbox was ingested again). Its raw models settle it."""
+    ledger_ddl, *other_ddl = bookkeeping_ddl(tables)
+    if table_exists(sql, tables.ledger + RETIRED_SUFFIX):
+        return other_ddl
+    return [ledger_ddl, *other_ddl]
+
+
 def create_bookkeeping_tables(spark: SparkSession, tables: BookkeepingTables) -> None:
     """Create the four tables if they do not exist yet; bring an older ledger up to date.
 
@@ -123,15 +134,30 @@ def _settle_ledger(spark: SparkSession, ledger: str, ddl: str) -> None:
     if it lost its name between the swap's renames, a retired copy dropped), create the
     ledger or migrate it to today's layout."""
     sql = spark_sql(spark)
+    retired = ledger + RETIRED_SUFFIX
+    if _emptied(sql, ledger, retired):  # made anew between the swap's renames
+        steps.reached("ledger_migration.drop_empty")
+        drop_table(sql, ledger)
     recover_swap(sql, ledger)
     steps.reached("ledger_migration.drop_retired")
-    drop_table(sql, ledger + RETIRED_SUFFIX)
+    drop_table(sql, retired)
     spark.sql(ddl)
     for column, data_type in ADDED_LEDGER_COLUMNS:
         if column not in spark.table(ledger).columns:
             spark.sql(f"alter table {ledger} add columns ({quoted_identifier(column)} {data_type})")
     if tuple(partition_columns(sql, ledger)) != LEDGER_PARTITIONS:
         _migrate_ledger(spark, ledger)
+
+
+def _emptied(sql: Sql, ledger: str, retired: str) -> bool:
+    """Whether the ledger is empty while its retired copy holds entries: someone made
+    it anew while a killed migration had it under the retired name (it is never emptied
+    otherwise: a batch replaces its own entries only)."""
+
+    def holds_rows(table: str) -> bool:
+        return table_exists(sql, table) and bool(sql(f"select 1 from {table} limit 1"))
+
+    return holds_rows(retired) and table_exists(sql, ledger) and not holds_rows(ledger)
 
 
 def _migrate_ledger(spark: SparkSession, ledger: str) -> None:
