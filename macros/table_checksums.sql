@@ -1,6 +1,8 @@
 {#
     Print a row-level checksum of every table of a layer, as one line of
-    JSON: {"<table>": {"rows": n, "checksum": "<sum of row hashes>"}}.
+    JSON: {"<table>": {"rows": n, "checksum": "<sum of row hashes>", "columns":
+    [<names hashed>]}}; a model whose table does not exist: {"rows": null,
+    "checksum": "missing"}.
     Sums of row hashes do not depend on files or row order, so equal
     checksums mean the same rows, up to hash collisions and the rounding
     below (used to compare engines).
@@ -36,20 +38,24 @@
         if node.resource_type == 'model' and node.fqn[1] == layer
         and node.config.materialized != 'ephemeral' -%}
         {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
-        {%- if relation is not none -%}
-            {%- set hashed = [] -%}
+        {%- if relation is none -%}
+            {#- Named, not left out: a comparison must see a table one side lacks. -#}
+            {%- do checksums.update({node.alias: {'rows': none, 'checksum': 'missing'}}) -%}
+        {%- else -%}
+            {%- set hashed, names = [], [] -%}
             {#- By name: a column added to an incremental table comes last, where a
                 build from scratch may place it elsewhere. -#}
             {%- for column in adapter.get_columns_in_relation(relation) | sort(attribute='name')
                 if column.name not in ['_commit_id', '_commit_ts', '_source_commit_id'] + exclude -%}
                 {%- do hashed.append(dynamic_ddl.checksum_expression(column)) -%}
+                {%- do names.append(column.name) -%}
             {%- endfor -%}
             {%- set query -%}
                 select count(*), cast(coalesce(sum(cast(xxhash64({{ hashed | join(', ') }}) as decimal(38, 0))), 0) as string)
                 from {{ relation }}
             {%- endset -%}
             {%- set row = run_query(query).rows[0] -%}
-            {%- do checksums.update({relation.identifier: {'rows': row[0], 'checksum': row[1]}}) -%}
+            {%- do checksums.update({relation.identifier: {'rows': row[0], 'checksum': row[1], 'columns': names}}) -%}
         {%- endif -%}
     {%- endfor -%}
     {{- return(checksums) -}}

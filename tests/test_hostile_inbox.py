@@ -55,7 +55,8 @@ def ingest_with_warnings(spark, schema: str, inbox: Path, caplog) -> tuple[list,
 
 
 def assert_every_line_accounted_for(spark, schema: str) -> None:
-    """Per batch: the ledger's lines = raw rows + quarantined lines; every batch committed."""
+    """Per batch: the ledger's lines = raw rows + quarantined lines; every batch committed,
+    and every raw or quarantined row of a batch the ledger has."""
     ledger = (
         spark.table(f"{schema}.raw_file_ledger")
         .groupBy("batch_id", "state")
@@ -63,10 +64,11 @@ def assert_every_line_accounted_for(spark, schema: str) -> None:
     )
     raw = spark.table(f"{schema}.raw_feed").groupBy(F.col("_batch_id").alias("batch_id")).count()
     quarantined = spark.table(f"{schema}.raw_quarantine").groupBy("batch_id").count()
+    # Outer joins: a batch's rows without its ledger entry are counted from no file.
     rows = (
-        ledger.join(raw.withColumnRenamed("count", "raw"), "batch_id", "left")
-        .join(quarantined.withColumnRenamed("count", "quarantined"), "batch_id", "left")
-        .fillna(0)
+        ledger.join(raw.withColumnRenamed("count", "raw"), "batch_id", "full")
+        .join(quarantined.withColumnRenamed("count", "quarantined"), "batch_id", "full")
+        .fillna(0, ["raw", "quarantined"])
         .collect()
     )
     assert rows, "no batch was recorded"

@@ -22,7 +22,12 @@ import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import RETIRED_SUFFIX, local_path, spark_sql, table_location
-from dynamic_ddl.ingest.bookkeeping import newest_committed_batch
+from dynamic_ddl.ingest.bookkeeping import (
+    BookkeepingTables,
+    bookkeeping_ddl,
+    newest_committed_batch,
+    unlocked_bookkeeping_ddl,
+)
 from dynamic_ddl.ingest.compaction import compact_topic, stored_partitions
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.locks import LOCK_SUFFIX, Holder, lock_table, read_holder, this_host
@@ -163,18 +168,53 @@ def _ingest(spark, schema: str, inbox: Path) -> None:
     ingest_topic(spark, {**TOPIC, "inbox_dir": str(inbox), "schema": schema, "table": "raw_kills"})
 
 
-def _raw_history_visible(spark, schema: str, before: dict) -> None:
-    """The raw table is there with every row it had. Between a swap's two renames the
-    name is empty for a moment, and the rows are under the retired name, which the
-    next run puts back: the history is never hidden."""
-    rows = len(before.get("raw_kills", [None])) - 1
+def _raw_history_visible(spark, schema: str, before: dict, after: dict) -> None:
+    """A reader of committed batches (as landing models read raw) sees the rows committed
+    before the run or those after it, whole, on their columns: a pending batch's rows
+    are no history. Between a swap's two renames the name is empty for a moment, and
+    the rows are under the retired name, which the next run puts back."""
     table = f"{schema}.raw_kills"
+    _, newest = newest_committed_batch(spark_sql(spark), table)
     if not spark.catalog.tableExists(table):
-        table += "__dbt_old"
-        if rows <= 0 and not spark.catalog.tableExists(table):
-            return  # a first batch: no table yet is the state before
+        table += RETIRED_SUFFIX
+        if not spark.catalog.tableExists(table):
+            assert "raw_kills" not in before and newest is None, "the raw history is hidden"
+            return
     spark.sql(f"refresh table {table}")
-    assert spark.table(table).count() >= rows
+    committed = spark.table(table).where("false" if newest is None else f"_batch_id <= '{newest}'")
+    seen = _rows_of(committed)
+    assert _whole(seen, before.get("raw_kills"), after["raw_kills"]), (
+        f"a reader of committed batches sees {seen[1:3]}"
+    )
+
+
+def _rows_of(frame) -> list[tuple]:
+    """A frame's columns and rows as _rows gives a table's."""
+    kept = [f for f in frame.schema.fields if f.name not in VOLATILE]
+    rows = sorted((tuple(str(row[f.name]) for f in kept) for row in frame.collect()), key=str)
+    return [tuple((f.name, f.dataType.simpleString()) for f in kept), *rows]
+
+
+def _projected(rows: list[tuple] | None, columns: list[str]) -> list[tuple] | None:
+    """`rows` (as _rows gives them) on `columns` only, sorted; None for no table. A
+    reader between two ADD COLUMNS sees more columns than the table had before."""
+    if not rows:
+        return None
+    names = [name for name, _ in rows[0]]
+    picked = [dict(zip(names, row, strict=True)) for row in rows[1:]]
+    return sorted((tuple(row.get(c, "-") for c in columns) for row in picked), key=str)
+
+
+def _whole(seen: list[tuple], before: list[tuple] | None, after: list[tuple]) -> bool:
+    """Whether `seen` holds the rows before the run or those after it (all as _rows
+    gives them; `before` None for no table then, when no row is the state before)."""
+    old_columns = [n for n, _ in before[0]] if before else []
+    new_columns = [n for n, _ in after[0]]
+    if before is None and len(seen) == 1:
+        return True
+    return _projected(seen, old_columns) == _projected(before, old_columns) or _projected(
+        seen, new_columns
+    ) == _projected(after, new_columns)
 
 
 def _second_batch(spark, schema, inbox):
@@ -500,32 +540,41 @@ def _snapshot_commit(spark, schema, inbox):
 
 
 def _partitions_whole(spark, schema: str, before: dict, after: dict) -> None:
-    """Each partition a reader sees holds its rows before the run or after it, whole."""
-    if not spark.catalog.tableExists(f"{schema}.target"):
-        return  # a first build or a full refresh: no table yet is a whole state
-    spark.sql(f"refresh table {schema}.target")
-    seen = _rows(spark, f"{schema}.target")
+    """Each partition holds, for a reader, its rows before the run or after it, whole;
+    none vanishes that is there before and after. The table is there unless the run
+    makes it (a first commit), drops it, rebuilds it (a full refresh: dropped once its
+    rows are built) or swaps it (its rows then under the retired name, as above)."""
+    target = f"{schema}.target"
+    if not spark.catalog.tableExists(target):
+        rebuilt = spark.catalog.tableExists(f"{target}__dbt_new")
+        if spark.catalog.tableExists(target + RETIRED_SUFFIX):
+            target += RETIRED_SUFFIX
+        else:
+            made_or_dropped = "target" not in before or "target" not in after
+            assert made_or_dropped or rebuilt, "the table vanished from its readers"
+            return
+    spark.sql(f"refresh table {target}")
+    seen = _rows(spark, target)
 
-    def by_day(rows: list[tuple], columns: list[str]) -> dict[str, set]:
-        """Rows per partition, with `columns` only (a reader between two ADD COLUMNS
-        sees more columns than the table had before)."""
+    def by_day(rows: list[tuple] | None, columns: list[str]) -> dict[str, list]:
+        """Rows per partition (`day`), on `columns` only."""
         if not rows:
             return {}
         names = [name for name, _ in rows[0]]
-        grouped: dict[str, set] = {}
+        grouped: dict[str, list] = {}
         for row in rows[1:]:
             value = dict(zip(names, row, strict=True))
-            grouped.setdefault(value["day"], set()).add(tuple(value.get(c, "-") for c in columns))
-        return grouped
+            grouped.setdefault(value["day"], []).append(tuple(value.get(c, "-") for c in columns))
+        return {day: sorted(rows, key=str) for day, rows in grouped.items()}
 
-    old_rows, new_rows = before.get("target", []), after["target"]
+    old_rows, new_rows = before.get("target"), after.get("target")
     old_columns = [n for n, _ in old_rows[0]] if old_rows else []
-    new_columns = [n for n, _ in new_rows[0]]
+    new_columns = [n for n, _ in new_rows[0]] if new_rows else []
     as_old, as_new = by_day(seen, old_columns), by_day(seen, new_columns)
     old, new = by_day(old_rows, old_columns), by_day(new_rows, new_columns)
-    for day in as_old:
-        whole = as_old[day] == old.get(day) or as_new[day] == new.get(day)
-        assert whole, f"partition {day} is partial: {as_old[day]}"
+    for day in set(as_old) | set(old) | set(new):
+        whole = as_old.get(day) == old.get(day) or as_new.get(day) == new.get(day)
+        assert whole, f"partition {day} is partial or gone: {as_old.get(day)}"
 
 
 def _first_batch(spark, schema, inbox):
@@ -533,7 +582,7 @@ def _first_batch(spark, schema, inbox):
 
 
 def _raw_whole(spark, schema, before, after):
-    _raw_history_visible(spark, schema, before)
+    _raw_history_visible(spark, schema, before, after)
 
 
 def _ledger_of_old_layout(spark, schema, inbox):
@@ -553,13 +602,13 @@ def _ledger_of_old_layout(spark, schema, inbox):
 
 
 def _ledger_whole(spark, schema, before, after):
-    """The ledger's entries are under its name, or under the retired name between the
-    swap's two renames (which the next run puts back)."""
+    """The ledger's entries, as they were, are under its name, or under the retired
+    name between the swap's two renames (which the next run puts back)."""
     table = f"{schema}.raw_file_ledger"
     if not spark.catalog.tableExists(table):
-        table += "__dbt_old"
-    spark.sql(f"refresh table {table}")
-    assert spark.table(table).count() == len(before["raw_file_ledger"]) - 1
+        table += RETIRED_SUFFIX
+    seen = _rows(spark, table)
+    assert _whole(seen, before["raw_file_ledger"], before["raw_file_ledger"]), seen[1:3]
 
 
 def _killed(spark, schema: str, inbox: Path) -> None:
@@ -785,3 +834,26 @@ def _difference(expected: dict, got: dict) -> str:
         for name in expected
         if expected[name] != got[name]
     )
+
+
+def test_a_ledger_made_anew_during_a_killed_migration_hides_no_entry(spark, tmp_path):
+    """Found by review: a run killed between the ledger migration's renames left the name
+    empty; dbt's next on-run-start made an empty ledger there, the raw model took it for
+    the migrated one and dropped the retired one, and every inbox file was ingested
+    again. On-run-start now leaves the ledger alone then; an empty one made anyway
+    (by an older version, by hand) is dropped and the retired one put back."""
+    schema, inbox = "kill_ledger_made_anew", tmp_path / "inbox"
+    tables = BookkeepingTables.in_schema(schema)
+    _fresh(spark, schema, inbox)
+    _ledger_of_old_layout(spark, schema, inbox)
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("swap.rename_new")):
+        _ingest(spark, schema, inbox)
+    sql = spark_sql(spark)
+    on_run_start = unlocked_bookkeeping_ddl(sql, tables)
+    assert on_run_start and all(tables.ledger not in ddl for ddl in on_run_start)
+    for statement in bookkeeping_ddl(tables):  # as any DDL might
+        spark.sql(statement)
+    _ingest(spark, schema, inbox)
+    files = spark.table(tables.ledger).groupBy("path").count().collect()
+    assert sorted((Path(row.path).name, row[1]) for row in files) == [("a.json", 1), ("c.json", 1)]
+    assert spark.table(f"{schema}.raw_kills").count() == 3  # a.json's two rows, c.json's one

@@ -47,7 +47,11 @@ class TestQuoting(WithProjectMacros):
         expected = spark.sql(
             f"select cast(sum(cast(xxhash64({hashed}) as decimal(38, 0))) as string) from {table}"
         ).first()[0]
-        assert printed["hostile_names"] == {"rows": 1, "checksum": expected}
+        assert printed["hostile_names"] == {
+            "rows": 1,
+            "checksum": expected,
+            "columns": sorted(NAMES),
+        }
 
 
 def _json_line(output: str, table: str) -> str:

@@ -1,7 +1,8 @@
 {#
     Nothing is lost: for every committed batch of every topic, the lines in
     its files equal the rows it wrote to the raw table plus the lines it
-    quarantined. Returns the batches where they differ.
+    quarantined, and every raw or quarantined row belongs to a committed batch.
+    Returns the batches where they differ.
 #}
 with
 
@@ -52,22 +53,25 @@ quarantined as (
 accounted as (
 
     select
-        ledger.topic,
-        ledger.batch_id,
         ledger.input_lines,
+        coalesce(ledger.topic, raw_rows.topic, quarantined.topic) as topic,
+        coalesce(ledger.batch_id, raw_rows.batch_id, quarantined.batch_id) as batch_id,
         coalesce(raw_rows.raw_rows, 0) as raw_rows,
         coalesce(quarantined.quarantined_lines, 0) as quarantined_lines
 
     from ledger
 
-    left join raw_rows
+    full outer join raw_rows
         on ledger.topic = raw_rows.topic and ledger.batch_id = raw_rows.batch_id
 
-    left join quarantined
-        on ledger.topic = quarantined.topic and ledger.batch_id = quarantined.batch_id
+    full outer join quarantined
+        on
+            coalesce(ledger.topic, raw_rows.topic) = quarantined.topic
+            and coalesce(ledger.batch_id, raw_rows.batch_id) = quarantined.batch_id
 
 )
 
 select * from accounted
 
-where input_lines != raw_rows + quarantined_lines
+-- A batch's rows without its committed ledger entry are counted from no file.
+where input_lines is null or input_lines != raw_rows + quarantined_lines

@@ -53,8 +53,8 @@ def ensure_tables(
     Returns the target's data columns (no lineage, no partition columns).
     """
     sql(log_ddl(spec))
-    source_columns = [(n, t) for n, t in source_columns if n != spec.delete_marker]
     refuse_missing_columns(spec, source_columns)
+    source_columns = [(n, t) for n, t in source_columns if n != spec.delete_marker]
     partitions = {p.lower() for p in spec.partition_by}
     data = [(n, t) for n, t in source_columns if n.lower() not in partitions]
     types = {n.lower(): t for n, t in source_columns}
