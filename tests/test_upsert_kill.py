@@ -17,6 +17,7 @@ import pytest
 
 from dynamic_ddl.steps import KILL_AT_ENV
 from tests.conftest import connect_to_fresh_schema
+from tests.test_upsert_kill_dbt import assert_whole
 
 SCHEMA = "upsert_kill"
 PARTITIONS, ROWS = 24, 1200  # enough partitions to kill mid-swap
@@ -83,18 +84,6 @@ def _latest_commit(connect) -> str:
     ).first()[0]
 
 
-def _assert_whole(connect, table: str) -> None:
-    """Every day holds all its rows, all of one version: its old state or its new one."""
-    connect.sql(f"refresh table {table}")
-    days = connect.sql(
-        f"select day, count(*), collect_set(state) from {table} group by day"
-    ).collect()
-    assert len(days) == PARTITIONS
-    for day, count, states in days:
-        assert count == ROWS // PARTITIONS
-        assert sorted(states) in (["v1"], ["v2"]), f"{day} mixes versions: {states}"
-
-
 @pytest.fixture(scope="module")
 def reference(connect, thrift_server) -> str:
     """The uninterrupted result: version 1, then version 2."""
@@ -117,7 +106,7 @@ def test_kill_9_while_partitions_move_then_rerun_converges(connect, thrift_serve
         f" where table_name = 'killed' and commit_id > '{before}'"
     ).collect()
     assert [r[0] for r in actions] == ["pending"]
-    _assert_whole(connect, killed)
+    assert_whole(connect, killed, PARTITIONS, ROWS)
 
     assert _start(url, killed, 2).wait(timeout=300) == 0  # takes the dead run's lock over
     assert _data(connect, killed) == _data(connect, reference)
@@ -137,6 +126,6 @@ def test_kill_9_at_a_named_step_then_rerun_converges(connect, thrift_server, ref
     table = f"{SCHEMA}.at_{step.replace('.', '_')}"
     assert _start(url, table, 1).wait(timeout=300) == 0
     assert _start(url, table, 2, step=step).wait(timeout=300) == -signal.SIGKILL
-    _assert_whole(connect, table)
+    assert_whole(connect, table, PARTITIONS, ROWS)
     assert _start(url, table, 2).wait(timeout=300) == 0  # takes the dead run's lock over
     assert _data(connect, table) == _data(connect, reference)

@@ -153,15 +153,16 @@ def rows(connect, table: str) -> list[tuple]:
     return sorted(tuple(r) for r in result)
 
 
-def assert_whole(connect, table: str) -> None:
-    """Every day holds all its devices, all from one batch: its old or its new state."""
+def assert_whole(connect, table: str, days: int = DAYS, rows: int = DEVICES) -> None:
+    """Every day holds all its rows (of `rows` over `days`), all from one batch: its old
+    state (v1) or its new one (v2)."""
     connect.sql(f"refresh table {table}")
-    days = connect.sql(
+    found = connect.sql(
         f"select day, count(*), collect_set(state) from {table} group by day"
     ).collect()
-    assert len(days) == DAYS
-    for day, count, states in days:
-        assert count == DEVICES // DAYS
+    assert len(found) == days
+    for day, count, states in found:
+        assert count == rows // days
         assert sorted(states) in (["v1"], ["v2"]), f"{day} mixes versions: {states}"
 
 
