@@ -611,6 +611,29 @@ def _ledger_whole(spark, schema, before, after):
     assert _whole(seen, before["raw_file_ledger"], before["raw_file_ledger"]), seen[1:3]
 
 
+def _ledger_made_anew(spark, schema, inbox):
+    """A ledger migration killed between its renames, then an empty ledger made under
+    the empty name (as dbt's on-run-start did, before it left the ledger alone then)."""
+    _ledger_of_old_layout(spark, schema, inbox)
+    with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("swap.rename_new")):
+        _ingest(spark, schema, inbox)
+    for statement in bookkeeping_ddl(BookkeepingTables.in_schema(schema)):
+        spark.sql(statement)
+
+
+def _ledger_entries_kept(spark, schema, before, after):
+    """The committed entries are under the ledger's name or its retired one: dropping
+    the empty ledger made anew never drops them too."""
+    ledger = f"{schema}.raw_file_ledger"
+    kept = [
+        Path(row.path).name
+        for table in (ledger, ledger + RETIRED_SUFFIX)
+        if spark.catalog.tableExists(table)
+        for row in spark.table(table).where("state = 'committed'").collect()
+    ]
+    assert "a.json" in kept, f"the ledger's entries are gone: {kept}"
+
+
 def _killed(spark, schema: str, inbox: Path) -> None:
     """A run killed once its rows are written: its batch is left pending."""
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.record_committed")):
@@ -681,6 +704,15 @@ SCENARIOS = [
         _ledger_of_old_layout,
         _ingest,
         _ledger_whole,
+        ("ledger_migration.", "swap."),
+    ),
+    # The same, after an empty ledger was made between the swap's renames: dropped, the
+    # retired one put back, the migration run again.
+    Scenario(
+        "ledger_made_anew",
+        _ledger_made_anew,
+        _ingest,
+        _ledger_entries_kept,
         ("ledger_migration.", "swap."),
     ),
     # A first commit's own steps (creating the tables); upsert_commit has every other.
@@ -848,11 +880,10 @@ def test_a_ledger_made_anew_during_a_killed_migration_hides_no_entry(spark, tmp_
     _ledger_of_old_layout(spark, schema, inbox)
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("swap.rename_new")):
         _ingest(spark, schema, inbox)
-    sql = spark_sql(spark)
-    on_run_start = unlocked_bookkeeping_ddl(sql, tables)
+    on_run_start = unlocked_bookkeeping_ddl(spark_sql(spark), tables)
     assert on_run_start and all(tables.ledger not in ddl for ddl in on_run_start)
-    for statement in bookkeeping_ddl(tables):  # as any DDL might
-        spark.sql(statement)
+    _fresh(spark, schema, inbox)
+    _ledger_made_anew(spark, schema, inbox)  # as any DDL might
     _ingest(spark, schema, inbox)
     files = spark.table(tables.ledger).groupBy("path").count().collect()
     assert sorted((Path(row.path).name, row[1]) for row in files) == [("a.json", 1), ("c.json", 1)]
