@@ -67,6 +67,8 @@ def test_files_left_out_are_named_and_linked_ones_are_taken_once(tmp_path, caplo
     (day / "a.json").write_text("{}\n")
     (day / "B.JSON").write_text("{}\n")
     (day / "c.json.GZ").write_bytes(b"")
+    (day / "app.json.1").write_text("{}\n")  # rotated copies (a later review)
+    (day / "app.json-20261127.bz2").write_bytes(b"")
     elsewhere = tmp_path / "mounted" / "fleet_a"
     elsewhere.mkdir(parents=True)
     (elsewhere / "d.json").write_text("{}\n")
@@ -84,9 +86,27 @@ def test_files_left_out_are_named_and_linked_ones_are_taken_once(tmp_path, caplo
         ("c.json.GZ", "not in lower case"),
         ("latest.json", "again (a link), taken once"),
         ("gone.json", "a link to nothing"),
+        ("app.json.1", "rotated or compressed copy"),
+        ("app.json-20261127.bz2", "rotated or compressed copy"),
     ):
         assert f"{name}' is left in the inbox, not read:" in messages, name
         assert why in messages, why
+
+
+def test_a_link_inside_the_topic_never_takes_over_a_files_own_path(tmp_path):
+    """Found by review: a link `current -> dt=2026-11-01` (listed first) took the
+    folder's files over, and under an inbox reached by a link every path looked like
+    a link, so `a_latest.json -> events.json` won: either way a committed file came
+    back under a new path, and its lines were ingested again."""
+    topic = tmp_path / "disk" / "inbox" / "feed"
+    day = topic / "dt=2026-11-01"
+    day.mkdir(parents=True)
+    (day / "events.json").write_text("{}\n")
+    (day / "a_latest.json").symlink_to("events.json")
+    (topic / "current").symlink_to("dt=2026-11-01", target_is_directory=True)
+    (tmp_path / "data").symlink_to(tmp_path / "disk", target_is_directory=True)
+    for inbox in (tmp_path / "disk" / "inbox", tmp_path / "data" / "inbox"):
+        assert topic_files(inbox, "feed") == [inbox / "feed" / "dt=2026-11-01" / "events.json"]
 
 
 def test_check_cli_reports_files_or_fails_with_one_message(tmp_path, capsys):

@@ -41,6 +41,16 @@ from dynamic_ddl.schema.modes import SchemaModes
 
 # The usual names of JSON-lines files, plain or gzipped.
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz")
+# A JSON-lines file's rotated or compressed copy (`app.json.1`, `app.json-20261127`,
+# `app.json.2.gz`, `app.json.bz2`): not read, so named in a warning (found by review:
+# a copytruncate's copy holds lines the truncated file no longer has).
+_CODECS = "gz|gzip|bz2|zst|xz|lz4|snappy|deflate|zip|z|br"
+_ROTATED_JSON = re.compile(rf"\.(json|jsonl|ndjson)(\.gz)?([.-][0-9][0-9-]*)?(\.({_CODECS}))?$")
+ROTATED_COPY = (
+    "it looks like a rotated or compressed copy of a JSON-lines file (only"
+    f" {', '.join(JSON_SUFFIXES)} are read): lines that are only in it are in no table."
+    " If they are wanted, move it out of the inbox and put its missing lines in a new file"
+)
 _TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # What a topic of vars.raw_topics and vars.raw_limits may set; any other key is a typo
 # (found by review: `schema_modes: freeze` was ignored, and the topic evolved).
@@ -353,7 +363,8 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     """
     folder = inbox / topic
     fix = (
-        "Run `make data` to generate sample data, put JSON-lines files "
+        "Run `make data` to generate sample data (into an inbox holding no file), "
+        "put JSON-lines files "
         f"({', '.join(JSON_SUFFIXES)}) under {folder}/dt=YYYY-MM-DD/, "
         "or point vars.inbox_dir in dbt_project.yml at your inbox."
     )
@@ -362,7 +373,9 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     found, left_out = _listed_files(folder)
     files, by_target = [], {}
     # The file's own path first: a link made later never takes over a file committed.
-    for path in sorted(found, key=lambda path: (path.resolve() != path.absolute(), path)):
+    # Own as seen from the topic's folder, which may itself be reached by a link (found
+    # by review: under a linked inbox every path looked like a link).
+    for path in sorted(found, key=lambda path: (not _own_path(folder, path), path)):
         if not readable_name(path):  # found by review: it stopped the topic's every run
             left_out.append(
                 (
@@ -389,11 +402,29 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     return sorted(files)
 
 
+def _own_path(folder: Path, path: Path) -> bool:
+    """Whether `path`, under `folder`, is reached without a link below `folder`.
+
+    Example:
+        >>> import tempfile
+        >>> inbox = Path(tempfile.mkdtemp())
+        >>> (inbox / "dt=1").mkdir(); (inbox / "current").symlink_to("dt=1")
+        >>> _own_path(inbox, inbox / "dt=1"), _own_path(inbox, inbox / "current")
+        (True, False)
+    """
+    return path.resolve() == folder.resolve() / path.relative_to(folder)
+
+
 def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     """The JSON-lines files under `folder`, sorted (linked folders followed, each folder
-    once), and what looks meant to be read but is not: (path, why)."""
+    once), and what looks meant to be read but is not: (path, why).
+
+    A folder of the topic's own tree is listed under its own path only: a link to it
+    (`current -> dt=2026-11-01`) is not followed (found by review: walked first, the
+    link took the folder's files over, new paths ingested again)."""
     found: list[Path] = []
     left_out: list[tuple[Path, str]] = []
+    own = {Path(root).resolve() for root, _, _ in os.walk(folder)}  # links not followed
     visited: set[Path] = set()
 
     def unlisted(error: OSError) -> None:
@@ -404,7 +435,8 @@ def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     for root, folders, names in os.walk(folder, followlinks=True, onerror=unlisted):
         here = Path(root)
         real = here.resolve()
-        if real in visited:  # a link back up, or a second link to one folder
+        linked_to_own = real in own and not _own_path(folder, here)
+        if real in visited or linked_to_own:  # a link back up, or a second link to one folder
             folders[:] = []
             continue
         visited.add(real)
@@ -416,9 +448,13 @@ def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
             if name.endswith(JSON_SUFFIXES):
                 if path.is_file():
                     found.append(path)
+                elif path.exists():  # a FIFO, a socket, a folder named `x.json`
+                    left_out.append((path, "it is not a regular file"))
                 else:
                     left_out.append((path, "it is a link to nothing"))
             elif name.lower().endswith(JSON_SUFFIXES):
                 suffixes = ", ".join(JSON_SUFFIXES)
                 left_out.append((path, f"its suffix is not in lower case ({suffixes}); rename it"))
+            elif _ROTATED_JSON.search(name.lower()):
+                left_out.append((path, ROTATED_COPY))
     return sorted(found), left_out
