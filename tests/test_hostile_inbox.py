@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dynamic_ddl import steps
-from dynamic_ddl.ingest import parse
+from dynamic_ddl.ingest import parse, staging
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.ingest.ledger import file_checksum
 
@@ -577,25 +577,41 @@ def test_grown_files_read_together_keep_their_line_numbers_while_one_grows(
     assert_every_line_accounted_for(spark, schema)
 
 
+@pytest.mark.parametrize("when", ["before_staging", "while_staging"])
 @pytest.mark.parametrize("finish", [b"2}\n", b"2}"], ids=["with_its_line_end", "without"])
-def test_a_line_finished_after_the_scan_is_taken_once(spark, tmp_path, finish):
+def test_a_line_finished_after_the_scan_is_taken_once(spark, tmp_path, monkeypatch, finish, when):
     # Found by review: the scan caught the producer mid-line (`{"id": `), the producer
     # finished the line before Spark read the file, and Spark's reader reads a line to
     # its end: the batch took `{"id": 2}` whole, its ledger entry ended mid-line, and
-    # the next run took the line again.
-    schema = f"hostile_finished_{len(finish)}"
+    # the next run took the line again. Found by a later review: finished after the
+    # staging looked for cut files that grew, the line was taken twice the same way.
+    schema = f"hostile_finished_{when}_{len(finish)}"
     spark.sql(f"drop database if exists {schema} cascade")
     path = tmp_path / "feed" / "a.json"
     path.parent.mkdir(parents=True)
     path.write_bytes(b'{"id": 1}\n{"id": ')
+    unfinished = [finish]
+
+    def finish_the_line() -> None:
+        if unfinished:
+            with open(path, "ab") as appending:
+                appending.write(unfinished.pop())
 
     def producer(reached: str) -> None:
-        if reached == "raw.infer_schema":
-            with open(path, "ab") as appending:
-                appending.write(finish)
+        if reached == "raw.infer_schema" and when == "before_staging":
+            finish_the_line()
 
+    read = staging.read_text_lines
+
+    def finishing_then_reading(*args, **kwargs):
+        if when == "while_staging":
+            finish_the_line()
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(staging, "read_text_lines", finishing_then_reading)
     with steps.listening(producer):
         (first,) = ingest(spark, schema, tmp_path)
+    assert not unfinished
     assert (first.input_lines, first.raw_rows) == (2, 2)
     assert ingest(spark, schema, tmp_path) == []  # nothing new: the line is taken
     with open(path, "ab") as appending:

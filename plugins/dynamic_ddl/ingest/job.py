@@ -103,7 +103,7 @@ from dynamic_ddl.ingest.planning import (
 )
 from dynamic_ddl.ingest.raw_rows import BatchContext
 from dynamic_ddl.ingest.settings import IngestSettings, dotted
-from dynamic_ddl.ingest.staging import stage_batch, staging_location
+from dynamic_ddl.ingest.staging import cut_lines_unmeasured, stage_batch, staging_location
 from dynamic_ddl.ingest.tables import drop_batch_partitions, remove_local_dir
 from dynamic_ddl.ingest.topics import ConfigError, TopicConfig
 from dynamic_ddl.ingest.writing import prepare_tables, write_batch
@@ -247,17 +247,35 @@ def mend_interrupted_swaps(spark: SparkSession, settings: IngestSettings) -> Non
             drop_table(sql, f"{schema}.{retired}")  # gone already, if it was put back
 
 
-def of_topic(bare: str, name: str) -> bool:
-    """Whether `name` is the raw table `bare` or one of its child tables (`<bare>__<array>`,
-    whose name holds no `__`), not another topic's, which a `like '<bare>*'` also finds
-    (`raw_feed_v2` for `raw_feed`: found by review).
+def named_after(bare: str, name: str) -> bool:
+    """Whether `name` is the raw table `bare` or a table named after it (`<bare>__<part>`:
+    a child table, its lock, a protocol's interim table), not another topic's, which a
+    `like '<bare>*'` also finds: `raw_feed_v2`, or `raw_feed___tags` (the child table of
+    topic `feed_`; a part never starts with `_`, see naming.base_column_name).
 
     Example:
-        >>> names = ("raw_feed", "raw_feed__tags", "raw_feed_v2", "raw_feed__tags__compacting")
+        >>> names = ("raw_feed", "raw_feed__tags", "raw_feed_v2", "raw_feed___tags")
+        >>> [named_after("raw_feed", name) for name in names]
+        [True, True, False, False]
+        >>> named_after("raw_feed_", "raw_feed___tags")
+        True
+    """
+    return name == bare or (
+        name.startswith(f"{bare}__") and not name[len(bare) + 2 :].startswith("_")
+    )
+
+
+def of_topic(bare: str, name: str) -> bool:
+    """Whether `name` is the raw table `bare` or one of its child tables (`<bare>__<array>`,
+    whose name holds no `__`), not another topic's (`raw_feed_v2` for `raw_feed`: found
+    by review) nor an interim table.
+
+    Example:
+        >>> names = ("raw_feed", "raw_feed__tags", "raw_feed___tags", "raw_feed__tags__compacting")
         >>> [of_topic("raw_feed", name) for name in names]
         [True, True, False, False]
     """
-    return name == bare or (name.startswith(f"{bare}__") and "__" not in name[len(bare) + 2 :])
+    return named_after(bare, name) and "__" not in name[len(bare) + 2 :]
 
 
 def batches_to_ingest(settings: IngestSettings, entries: list[LedgerEntry]) -> list[Batch]:
@@ -375,9 +393,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
         )
         # A file appended to after Spark listed it gives its first new line too (Hadoop
         # reads the line starting at the listed end): staged again, a file grown since
-        # the scan is read to the scan's last line (parse.read_text_lines).
+        # the scan is read to the scan's last line (parse.read_text_lines). So is one
+        # whose cut last line may have been finished after the staging looked.
         lines, scanned = counts.accepted + counts.rejected, sum(f.line_count for f in batch.files)
-        if lines <= scanned or not grown_since_scan(batch.files):
+        unmeasured = cut_lines_unmeasured(batch.files, counts)
+        if (lines <= scanned or not grown_since_scan(batch.files)) and not unmeasured:
             break
         if attempt == STAGE_ATTEMPTS:
             raise RuntimeError(
@@ -453,12 +473,13 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
 
 
 def topic_raw_tables(spark: SparkSession, settings: IngestSettings) -> list[str]:
-    """The topic's raw table and child tables (`<table>__<array>`) that exist, those
-    the registry has not recorded yet included (a killed run may have made them)."""
+    """The topic's raw table and the tables named after it (child tables `<table>__<array>`)
+    that exist, those the registry has not recorded yet included (a killed run may have
+    made them); not another topic's, whose batch partitions a rerun would drop."""
     schema, bare = settings.table.split(".")
     pattern = string_literal(f"{bare}*")
     rows = spark.sql(f"show tables in {quoted_identifier(schema)} like {pattern}").collect()
-    names = sorted(row[1] for row in rows if row[1] == bare or row[1].startswith(f"{bare}__"))
+    names = sorted(row[1] for row in rows if named_after(bare, row[1]))
     return [f"{schema}.{name}" for name in names]
 
 

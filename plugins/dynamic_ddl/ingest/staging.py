@@ -95,6 +95,19 @@ def stage_batch(
     return staged, line_counts, carried, misfit
 
 
+def cut_lines_unmeasured(files: Sequence[InboxFile], counts: LineCounts) -> list[str]:
+    """The files the scan found cut mid-line that grew since, whose last line the
+    staging did not measure (they grew after it looked): Spark may have read that line
+    finished, which the ledger entry would not know, and the next run would take the
+    line again (found by review). Staged again, they are measured."""
+    measured = counts.last_line_bytes
+    return [
+        f.path
+        for f in files
+        if f.cut_bytes and f.path not in measured and f.path in grown_since_scan([f])
+    ]
+
+
 def last_line_bytes(path: str) -> Column:
     """An aggregate: the bytes of the last line read of the file `path` (last by piece,
     then row), NULL when none was read."""
