@@ -34,11 +34,10 @@ $(BROWSER_STAMP): scripts/setup.sh | $(SETUP_STAMP)
 
 setup: $(SETUP_STAMP) ## Check Java 17+, create .venv, install pinned packages (skipped when done)
 
-$(INBOX)/.batch-1: | $(SETUP_STAMP)
-	$(BIN)/python -m dynamic_ddl.sampledata --out $(INBOX) --events $(SAMPLE_EVENTS) --batch 1
-	@touch $@
-
-data: $(INBOX)/.batch-1 ## Generate sample JSON into data/inbox (skipped when present)
+# Checked at every run, not stamped: sample rows are never written beside files a user
+# put in the inbox (they would be ingested for good), and a cleared inbox gets them again.
+data: setup ## Generate sample JSON into data/inbox when it holds no file
+	@$(BIN)/python -m dynamic_ddl.sampledata --out $(INBOX) --events $(SAMPLE_EVENTS) --batch 1 --if-empty
 
 topics: setup ## Write python_models/raw/raw_<topic>.py for every topic of vars.raw_topics
 	@$(BIN)/python -m dynamic_ddl.ingest topics
@@ -103,5 +102,9 @@ bench: setup ## Benchmarks: print the figures and write docs/benchmarks.md
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	$(BIN)/python bench/run.py
 
-clean: ## Remove dbt output and local Spark state (.local); keeps .venv and data
+# The servers first: their pid files are in .local, and a server left running on a
+# removed metastore could then be stopped by no target (its port stays taken).
+clean: ## Stop the local servers, remove dbt output and local Spark state (.local); keeps .venv and data
+	@if [ -x $(BIN)/python ]; then \
+		$(BIN)/python -m dynamic_ddl.server down && $(BIN)/python -m dynamic_ddl.server.standalone down; fi
 	rm -rf target logs .local

@@ -24,13 +24,19 @@ ensure_java() {
     if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ] 2>/dev/null; then
         return
     fi
+    # A JAVA_HOME of Java 17+ will do where PATH holds none or an older one: Spark's
+    # launcher runs $JAVA_HOME/bin/java when JAVA_HOME is set.
+    if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] \
+        && [ "$(PATH="$JAVA_HOME/bin:$PATH" java_major)" -ge 17 ] 2>/dev/null; then
+        return
+    fi
     echo "==> Java 17+ not found; installing openjdk-17-jre-headless with apt (when root)"
     if apt_install openjdk-17-jre-headless; then
         return
     fi
-    echo "ERROR: Spark 4 needs Java 17 or newer, and none was found on PATH." >&2
+    echo "ERROR: Spark 4 needs Java 17 or newer, and none was found on PATH or in JAVA_HOME." >&2
     echo "Fix: install it (Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless)," >&2
-    echo "or set JAVA_HOME and put \$JAVA_HOME/bin on PATH, then run make again." >&2
+    echo "or set JAVA_HOME to a Java 17+ installation, then run make again." >&2
     exit 1
 }
 

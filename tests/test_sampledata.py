@@ -242,6 +242,20 @@ def test_cli_writes_gzip_and_reports_counts(tmp_path, capsys):
     assert "device_events: 100 lines" in capsys.readouterr().out
 
 
+def test_make_data_writes_nothing_beside_files_already_in_the_inbox(tmp_path, capsys):
+    own = tmp_path / "device_events" / "dt=2026-11-01" / "mine.json"
+    own.parent.mkdir(parents=True)
+    own.write_text('{"id": 1}\n')
+    assert main(["--out", str(tmp_path), "--events", "100", "--if-empty"]) == 0
+    assert [path for path in tmp_path.rglob("*") if path.is_file()] == [own]
+    assert "no sample data written" in capsys.readouterr().err
+
+    (tmp_path / ".batch-1").touch()  # a hidden file alone (an old stamp) is no data
+    own.unlink()
+    assert main(["--out", str(tmp_path), "--events", "100", "--if-empty"]) == 0
+    assert _lines(tmp_path, "device_events")
+
+
 def test_cli_rejects_a_nonpositive_scale(capsys):
     with pytest.raises(SystemExit):
         main(["--events", "0"])

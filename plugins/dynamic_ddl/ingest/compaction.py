@@ -45,6 +45,7 @@ compaction that meets it.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import shutil
@@ -82,6 +83,9 @@ from dynamic_ddl.sql_text import (
     sql_literal,
     string_literal,
 )
+
+# Bridged into dbt's log (adapter/python_jobs.py).
+_LOG = logging.getLogger("dynamic_ddl.ingest")
 
 COMPACTING_SUFFIX = "__compacting"  # the merged rows, until the table reads them
 NEW_SUFFIX = "__compacted"  # the table's new definition, until it is swapped in
@@ -480,6 +484,11 @@ def _remove_unread_folders(sql: Sql, table: str, root: str) -> None:
     steps.reached("raw_compaction.clean")
     folder = local_path(root)
     if folder is None:
+        _LOG.warning(
+            f"{table}: its location {root} is not on a local disk, where SQL cannot list"
+            " files: remove the partition folders under it that `show partitions` no"
+            " longer names with the storage's own tools"
+        )
         return
     read = {folder / row[0] for row in sql(f"show partitions {quoted_table(table)}")}
     for partition in folder.glob("*=*/*=*"):
@@ -541,6 +550,11 @@ def _remove_retired_root(sql: Sql, table: str) -> None:
     folder, root = local_path(retired), local_path(table_location(sql, table))
     if folder is not None and root is not None and folder != root and folder not in root.parents:
         shutil.rmtree(folder, ignore_errors=True)
+    elif folder is None:
+        _LOG.warning(
+            f"{table}: the folder it was moved away from, {retired}, is not on a local"
+            " disk: remove it with the storage's own tools"
+        )
     sql(f"alter table {quoted_table(table)} unset tblproperties ({string_literal(RETIRED_ROOT)})")
 
 

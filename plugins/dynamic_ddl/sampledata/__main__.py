@@ -31,14 +31,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--gzip", action="store_true", help="write .json.gz files")
     parser.add_argument("--file-events", type=int, default=50_000, help="lines per file at most")
+    parser.add_argument(
+        "--if-empty",
+        action="store_true",
+        help="write nothing when <out> holds a file (make data: never beside your own files)",
+    )
     args = parser.parse_args(argv)
     if args.events < 1 or args.batch < 1 or args.file_events < 1:
         parser.error("--events, --batch and --file-events must be positive")
     return args
 
 
+def holds_files(folder: Path) -> bool:
+    """Whether `folder` holds a file not hidden (a name starting with `.`), at any depth."""
+    return folder.is_dir() and any(
+        path.is_file() and not path.name.startswith(".") for path in folder.rglob("*")
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.if_empty and holds_files(args.out):
+        # Sample rows written beside a user's own files would be ingested, for good.
+        print(f"{args.out.resolve()} holds files already: no sample data written", file=sys.stderr)
+        return 0
     config = GeneratorConfig(
         out_dir=args.out.resolve(),
         events=args.events,
