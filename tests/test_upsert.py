@@ -4,9 +4,11 @@ reruns change nothing, a killed commit is finished, the last commit rolls back."
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from datetime import datetime
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlparse
 
@@ -18,7 +20,9 @@ from dynamic_ddl import sql_text, steps
 from dynamic_ddl.adapter.connections import EscapingSessionConnectionWrapper
 from dynamic_ddl.adapter.impl import upsert_spec
 from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.upsert import merge as upsert_merge
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
+from dynamic_ddl.upsert.spec import is_reserved
 from dynamic_ddl.upsert.tables import refuse_missing_columns
 
 SCHEMA = "upsert_tests"
@@ -369,6 +373,26 @@ def test_a_delete_marker_the_result_lacks_is_refused_before_anything_changes():
         with pytest.raises(UpsertError, match=f"delete_marker '{marker}' is not a column"):
             refuse_missing_columns(spec, columns)
     refuse_missing_columns(UpsertSpec("s.t", ("id",), "ts", delete_marker="is_deleted"), columns)
+
+
+def test_a_result_column_named_as_the_commits_own_is_refused_before_anything_changes():
+    """Found by review: a model carrying its upstream's `_commit_id` passed the check a
+    full refresh makes before its drop, then failed on a duplicate column: the table
+    and its history were gone."""
+    spec = UpsertSpec("s.t", ("id",), "ts")
+    for name in ("_commit_id", "_COMMIT_TS", "_version", "_rank"):
+        with pytest.raises(UpsertError, match=f"has {name}, a name the commit gives"):
+            refuse_missing_columns(spec, [("id", "int"), ("ts", "timestamp"), (name, "string")])
+
+
+def test_every_name_the_merge_gives_a_column_is_reserved():
+    """The merge's own aliases (`... as _rank`, `... as _latest_{i}`) would clash with a
+    result column."""
+    merge = Path(upsert_merge.__file__).read_text()
+    aliases = set(re.findall(r"\bas (_[a-z_]+)", merge))
+    numbered = {alias + "0" for alias in aliases if alias.endswith("_")}
+    named = {alias for alias in aliases if not alias.endswith("_")} | numbered
+    assert len(named) > 10 and not {a for a in named if not is_reserved(a)}
 
 
 def test_yes_no_options_given_as_text_mean_what_they_say():

@@ -171,3 +171,58 @@ class TestADayLeftWithoutEvents:
         # A run with nothing new changes nothing.
         run_dbt(["run"])
         assert self._rows(project, "daily", "day, firmware, events") == [("d2", "1.0", 2)]
+
+
+# Whole days recomputed into partitions of a month: the month's other days would go.
+MONTHLY_OF_CHANGED_DAYS = """
+{{ config(materialized='incremental', incremental_strategy='replace_partitions',
+          partition_by=['month']) }}
+select firmware, count(*) as events, max(_commit_id) as _source_commit_id,
+    substr(day, 1, 7) as month
+from ({{ rows_of_changed_days(ref('placed_events'), day_column='day') }}) as changed
+group by substr(day, 1, 7), firmware
+"""
+
+
+class TestChangedDaysIntoCoarserPartitions:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "placed_events.sql": EVENTS,
+            "monthly.sql": MONTHLY_OF_CHANGED_DAYS,
+            "sources.yml": SOURCES,
+        }
+
+    @pytest.fixture(scope="class")
+    def macros(self):
+        return {
+            "rows_of_changed_days.sql": (PROJECT / "macros/rows_of_changed_days.sql").read_text()
+        }
+
+    def test_are_refused_before_a_months_other_days_are_lost(self, project):
+        """Found by review: each run replaced the month with the changed days' counts."""
+        schema = project.test_schema
+        project.run_sql(
+            f"create table {schema}.events (id string, rev int, firmware string, day string)"
+            " using parquet"
+        )
+        project.run_sql(
+            f"insert into {schema}.events values ('e1', 1, '1.0', '2026-11-01'),"
+            " ('e2', 1, '1.0', '2026-11-02')"
+        )
+        run_dbt(["run"])
+        monthly = f"select month, events from {schema}.monthly"
+        assert project.run_sql(monthly, fetch="all") == [("2026-11", 2)]
+        project.run_sql(
+            f"insert into {schema}.events values ('e3', 1, '1.0', '2026-11-02'),"
+            " ('e4', 1, '1.0', '2026-11-02')"
+        )
+        # Unrefused, the month held 3 (the changed day's events), not 4.
+        results = run_dbt(["run"], expect_pass=False)
+        (refused,) = [r for r in results.results if r.node.name == "monthly"]
+        assert "Set partition_by=['day']" in refused.message
+        assert project.run_sql(monthly, fetch="all") == [("2026-11", 2)]

@@ -660,14 +660,23 @@ _RECOMPUTED_DAYS: dict[str, tuple[str, list[Any]]] = {}
 
 
 def _day_paths(spec: Any, recomputed: tuple) -> list[str]:
-    """The partition paths of the recomputed days, for a model partitioned by its day alone."""
+    """The partition paths of the recomputed days of a `replace_partitions` model, which
+    must be partitioned by its day alone: a partition holding other days (a month) would
+    be replaced by the changed days' rows, the others' lost, and a partition of one day
+    and more (day, country) left stale when its group lost every row (found by review)."""
     from dynamic_ddl.sql_text import partition_path
 
     if not recomputed or not spec.replace:
         return []
     day_column, days = recomputed
     if [c.lower() for c in spec.partition_by] != [day_column.lower()]:
-        return []
+        raise CompilationError(
+            f"{spec.target} reads rows_of_changed_days, which gives whole days of"
+            f" {day_column}, and replace_partitions replaces whole partitions: with"
+            f" partition_by={list(spec.partition_by)} the rows of days it did not recompute"
+            f" would be lost. Set partition_by=['{day_column}'] (then `dbt run-operation"
+            " repartition` or --full-refresh), or recompute what each partition holds."
+        )
     return [partition_path(spec.partition_by, [day]) for day in days]
 
 

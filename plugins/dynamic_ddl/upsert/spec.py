@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from dynamic_ddl.catalog import Sql, partition_columns
@@ -17,6 +18,41 @@ LOG_TABLE = "upsert_commits"
 TOMBSTONES = "-tombstones"
 DEFAULT_TOMBSTONE_DAYS = 30
 ON_SCHEMA_CHANGE = ("ignore", "append_new_columns", "fail")
+# Names the commit adds to a target's rows, and the merge to the rows it ranks
+# (merge.py): a model's result holding one failed the commit with a duplicate column,
+# after a --full-refresh had dropped the table and its history (found by review).
+RESERVED_COLUMNS = frozenset(
+    {
+        COMMIT_ID,
+        COMMIT_TS,
+        VERSION,
+        "_changes_partition",
+        "_deleted",
+        "_incoming",
+        "_is_new",
+        "_rank",
+        "_stored_commit",
+        "_stored_commit_ts",
+        "_stored_content",
+        "_stored_delete",
+        "_unchanged",
+        "_vacated",
+        "_winner_at",
+    }
+)
+# partial_updates' window columns: `_latest_0`, `_latest_1`, ...
+_RESERVED_NUMBERED = re.compile(r"_latest_[0-9]+")
+
+
+def is_reserved(column: str) -> bool:
+    """Whether a column of a model's result would clash with one the commit makes.
+
+    Example:
+        >>> [is_reserved(c) for c in ("_Commit_Id", "_latest_3", "_latest_value", "id")]
+        [True, True, False, False]
+    """
+    name = column.lower()
+    return name in RESERVED_COLUMNS or _RESERVED_NUMBERED.fullmatch(name) is not None
 
 
 class UpsertError(Exception):

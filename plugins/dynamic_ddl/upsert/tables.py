@@ -18,14 +18,30 @@ from dynamic_ddl.catalog import (
 )
 from dynamic_ddl.sql_text import location_clause, quoted_identifier
 from dynamic_ddl.upsert.commit_log import drop_log, log_ddl
-from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, EMPTY, VERSION, UpsertError, UpsertSpec
+from dynamic_ddl.upsert.spec import (
+    COMMIT_ID,
+    COMMIT_TS,
+    EMPTY,
+    VERSION,
+    UpsertError,
+    UpsertSpec,
+    is_reserved,
+)
 
 LINEAGE = [(COMMIT_ID, "string"), (COMMIT_TS, "timestamp")]
 
 
 def refuse_missing_columns(spec: UpsertSpec, source_columns: list[tuple[str, str]]) -> None:
     """UpsertError when a column the config names is not in the model's result (its
-    delete marker, which the commit reads apart, names none)."""
+    delete marker, which the commit reads apart, names none), or the result holds a
+    column the commit makes (spec.is_reserved)."""
+    reserved = sorted(n for n, _ in source_columns if is_reserved(n))
+    if reserved:
+        raise UpsertError(
+            f"Upsert into {spec.target}: the model's result has {', '.join(reserved)}, a name"
+            " the commit gives its own columns; rename it in the model (an upstream's"
+            " _commit_id as _source_commit_id, which changed_since reads)."
+        )
     marker = spec.delete_marker
     if marker and marker not in {n for n, _ in source_columns}:
         # Checked before a full refresh drops the table: found by review, a misspelled
