@@ -269,8 +269,9 @@ def test_a_table_named_as_the_log_or_the_run_lock_is_refused():
 
 
 def test_bad_tombstone_settings_name_the_fix():
-    with pytest.raises(UpsertError, match="whole number of days"):
-        _spec("bad", tombstone_days=-1).validate()
+    for days in (-1, 10**8):  # 10**8: beyond Spark's intervals (found by review)
+        with pytest.raises(UpsertError, match="whole number of days"):
+            _spec("bad", tombstone_days=days).validate()
     with pytest.raises(UpsertError, match="cannot be combined"):
         _spec("bad", partial_updates=True).validate()
 

@@ -179,6 +179,12 @@ def test_a_savepoint_keeps_a_commit_past_keep_commits_until_released(spark, sql,
     assert savepoint(sql, spec, first) == first  # set again: still one savepoint
     _commits(spark, sql, spec, 4, first=3)
     assert first not in [c.commit_id for c in read_log(sql, spec).history]
+    # Found by review: rolling back a pinned commit dropped its savepoint.
+    last = read_log(sql, spec).history[-1].commit_id
+    assert savepoint(sql, spec, last) == last
+    with pytest.raises(UpsertError, match="has a savepoint.*release_savepoint"):
+        rollback_last_commit(sql, spec)
+    assert release_savepoint(sql, spec, last) == last
     assert _rows(spark, as_of_sql(sql, spec, first)) == states[0]
     rollback_to(sql, spec, first)
     assert _rows(spark, spec.target) == states[0]
@@ -530,6 +536,7 @@ def test_bad_keep_commits_or_keep_days_names_the_fix():
     for value in (0, -1, 1.5, True):
         with pytest.raises(UpsertError, match="keep_commits"):
             _spec("bad", keep_commits=value).validate()
-    for value in (-1, 1.5, True, "7"):
+    # 999999 ("forever"): found by review, every commit failed after it was made.
+    for value in (-1, 1.5, True, "7", 999_999):
         with pytest.raises(UpsertError, match="keep_days"):
             _spec("bad", keep_days=value).validate()

@@ -567,6 +567,12 @@ def rollback_last_commit(sql: Sql, spec: UpsertSpec) -> str:
                 f"{spec.target} has no commit to roll back: it has none, or its last one was"
                 " rolled back already (only the last commit is kept)."
             )
+        if last.commit_id in state.savepoints:  # found by review: the pin went with it
+            raise UpsertError(
+                f"{spec.target}'s last commit {last.commit_id} has a savepoint, which rolling"
+                " it back would drop: release it first (release_savepoint), or restore an"
+                " earlier commit with rollback_to, which keeps it."
+            )
         steps.reached("rollback.log_rolling_back")
         write_log(sql, spec, LogEntry(last.commit_id, ROLLING_BACK, last.changes))
         _finish_rollback(sql, spec, last, last)

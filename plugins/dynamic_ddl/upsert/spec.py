@@ -17,6 +17,9 @@ LOG_TABLE = "upsert_commits"
 # version `<commit>-tombstones`, which no partition of the table ever reads.
 TOMBSTONES = "-tombstones"
 DEFAULT_TOMBSTONE_DAYS = 30
+# The most days keep_days and tombstone_days may say (a century): a date that far back
+# must exist (found by review: keep_days=999999 failed every commit after it was made).
+MAX_DAYS = 36_500
 ON_SCHEMA_CHANGE = ("ignore", "append_new_columns", "fail")
 # Names the commit adds to a target's rows, and the merge to the rows it ranks
 # (merge.py): a model's result holding one failed the commit with a duplicate column,
@@ -152,10 +155,11 @@ class UpsertSpec:
                 " wherever it is stored); remove one of them."
             )
         days = self.tombstone_days
-        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_DAYS:
             raise UpsertError(
                 f"Upsert into {self.target}: tombstone_days={days!r} must be a whole number"
-                " of days, 0 or more (how long a delete beats older updates arriving late)."
+                f" of days, 0 to {MAX_DAYS} (how long a delete beats older updates arriving"
+                " late)."
             )
         self.validate_retention()
         if self.on_schema_change not in ON_SCHEMA_CHANGE:
@@ -173,11 +177,12 @@ class UpsertSpec:
                 " more (how many of the newest commits can be read as of, or rolled back to)."
             )
         days = self.keep_days
-        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 0):
+        whole = isinstance(days, int) and not isinstance(days, bool)
+        if days is not None and not (whole and 0 <= days <= MAX_DAYS):
             raise UpsertError(
                 f"Upsert into {self.target}: keep_days={days!r} must be a whole number of"
-                " days, 0 or more (how far back from its last commit the table can be read"
-                " as of, or rolled back to)."
+                f" days, 0 to {MAX_DAYS} (how far back from its last commit the table can be"
+                " read as of, or rolled back to)."
             )
 
     @property
