@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
@@ -53,6 +53,40 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, bool | int):
         return str(value).lower()
     return string_literal(str(value))
+
+
+def bound_text(value: Any) -> str | None:
+    """A value dbt binds into `cast(%s as <type>)` (a seed cell), as text the cast reads
+    exactly: a number with every digit as written (dbt-spark sent a float:
+    9007199254740993 was stored as ...992, 1E+400 as a column name), a time in UTC to
+    the microsecond (its offset was dropped, and the Thrift target cut it to
+    milliseconds; found by review); None stays None.
+
+    Example:
+        >>> from decimal import Decimal
+        >>> from datetime import timedelta, timezone
+        >>> bound_text(Decimal("9007199254740993")), bound_text(Decimal("1E+2"))
+        ('9007199254740993', '100')
+        >>> bound_text(datetime(2026, 11, 1, 10, 0, 0, 123456, timezone(timedelta(hours=5.5))))
+        '2026-11-01 04:30:00.123456'
+        >>> bound_text(float("nan")), bound_text(False), bound_text(None)
+        ('NaN', 'false', None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")  # `1E+2` is no bigint to a cast
+    if isinstance(value, float):
+        return _java_double(value)
+    return str(value)
 
 
 def quoted_identifier(name: str) -> str:

@@ -21,10 +21,19 @@ SEED = "id,value,at\n" + "".join(
 )
 
 
+# Cells dbt reads as numbers and zoned times (found by review: sent as floats, the big
+# integer lost its last digit and 1e400 failed as a column name; the offset was dropped).
+NUMBERS = (
+    "id,big,ratio,at\n"
+    "1,9007199254740993,0.1,2026-11-01T10:00:00.123456+05:30\n"
+    "2,-9223372036854775808,1e400,2026-11-01T10:00:00.5Z\n"
+)
+
+
 class SeedSuite:
     @pytest.fixture(scope="class")
     def seeds(self):
-        return {"hostile.csv": SEED}
+        return {"hostile.csv": SEED, "numbers.csv": NUMBERS}
 
     def test_seed_values_are_stored_as_written(self, project):
         """Found by review: a seed cell `${env:HOME}` stored the server's home folder
@@ -37,6 +46,15 @@ class SeedSuite:
         )
         assert [row[1] for row in rows] == VALUES
         assert {row[2] for row in rows} == {"2026-11-01 10:00:00.123456"}
+        numbers = project.run_sql(
+            "select cast(big as string), cast(ratio as string), cast(at as string)"
+            f" from {project.test_schema}.numbers order by id",
+            fetch="all",
+        )
+        assert [tuple(row) for row in numbers] == [
+            ("9007199254740993", "0.1", "2026-11-01 04:30:00.123456"),
+            ("-9223372036854775808", "Infinity", "2026-11-01 10:00:00.5"),
+        ]
 
 
 class TestSeedsSession(SeedSuite):

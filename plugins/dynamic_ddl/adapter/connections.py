@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.exceptions import FailedToConnectError
-from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnectionMethod
-from dbt.adapters.spark.session import NUMBERS, SessionConnectionWrapper
+from dbt.adapters.spark.connections import (
+    PyhiveConnectionWrapper,
+    SparkConnectionManager,
+    SparkConnectionMethod,
+)
+from dbt.adapters.spark.session import SessionConnectionWrapper
 
 from dynamic_ddl import pii
 from dynamic_ddl.adapter.python_jobs import CONNECT_MODE_ENV
 from dynamic_ddl.catalog import session_rows
-from dynamic_ddl.sql_text import string_literal
+from dynamic_ddl.sql_text import bound_text, string_literal
 
 
 class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
@@ -22,22 +25,29 @@ class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
 
     Upstream pastes strings between quotes unescaped (a seed value holding a
     quote breaks the statement, one holding `${env:NAME}` stores that variable),
-    renders None as the string 'None' and cuts times to milliseconds.
+    renders None as the string 'None', sends numbers as floats and cuts times to
+    milliseconds (sql_text.bound_text).
     """
 
     @classmethod
-    def _fix_binding(cls, value: Any) -> str | float:
-        if value is None:
+    def _fix_binding(cls, value: Any) -> str:
+        text = bound_text(value)
+        if text is None:
             return "null"
         if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, NUMBERS):
-            return float(value)
-        if isinstance(value, dt.datetime):
-            return string_literal(value.strftime("%Y-%m-%d %H:%M:%S.%f"))
+            return text
         # string_literal escapes `$` too: Spark replaces `${env:...}` in a literal by
         # the server's environment (found by review: a seed cell could store a secret).
-        return string_literal(str(value))
+        return string_literal(text)
+
+
+class ExactPyhiveConnectionWrapper(PyhiveConnectionWrapper):
+    """dbt-spark's Thrift wrapper, with numbers and times bound as sql_text.bound_text
+    writes them (PyHive quotes the text; the seed's cast reads it exactly)."""
+
+    @classmethod
+    def _fix_binding(cls, value: Any) -> Any:
+        return value if value is None or isinstance(value, str) else bound_text(value)
 
     def fetchall(self) -> list[Any] | None:
         """The rows, with TIMESTAMP values in UTC as on every target (session_rows)."""
@@ -72,6 +82,11 @@ class DynamicSparkConnectionManager(SparkConnectionManager):
             raise FailedToConnectError(f"{hint}\n({error.msg})") from error
         if isinstance(connection.handle, SessionConnectionWrapper):
             connection.handle = EscapingSessionConnectionWrapper(connection.handle.handle)
+        elif type(connection.handle) is PyhiveConnectionWrapper:
+            handle = connection.handle
+            connection.handle = ExactPyhiveConnectionWrapper(
+                handle.handle, handle.poll_interval, handle.query_timeout, handle.query_retries
+            )
         salt = connection.credentials.pii_salt()
         if salt is not None:
             # On the handle itself: dbt logs the statements it runs, and the salt
