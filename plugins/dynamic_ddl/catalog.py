@@ -118,18 +118,33 @@ def partition_columns(sql: Sql, table: str) -> list[str]:
 
 def described(sql: Sql, table: str) -> tuple[list[tuple[str, str]], list[str]]:
     """One `describe` of an existing table: its (name, type) columns, partition columns
-    included, in order; and its partition columns, in order."""
+    included, in order; and its partition columns, in order.
+
+    Spark's sections start `# ` (`# Partition Information`, `# col_name`); a column
+    may start with `#` too (`#events`): taken for a section, it and every column after
+    it were left out of an upsert's table, their values never stored (found by review).
+    """
     rows = [(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")]
     columns = []
     for name, data_type in rows:
-        if not name or name.startswith("#"):
+        if not name or _section(name):
             break
         columns.append((name, data_type))
     names = [name for name, _ in rows]
     if "# Partition Information" not in names:
         return columns, []
-    after = names[names.index("# Partition Information") + 1 :]
-    return columns, [name for name in after if name and not name.startswith("#")]
+    partitions = []
+    for name in names[names.index("# Partition Information") + 1 :]:
+        if not name or (_section(name) and partitions):
+            break
+        if not _section(name):  # the `# col_name` header
+            partitions.append(name)
+    return columns, partitions
+
+
+def _section(name: str) -> bool:
+    """Whether a name of `describe`'s output heads a section, not a column."""
+    return name.startswith("# ")
 
 
 def table_layout(sql: Sql, table: str) -> dict[str, int]:

@@ -53,6 +53,10 @@ def session_settings() -> dict[str, str]:
         # No `${...}` replaced in statements, literals included: a value sent as a
         # literal (a seed cell `${env:AWS_SECRET_ACCESS_KEY}`) is stored as written.
         "spark.sql.variable.substitute": "false",
+        # `describe` writes a struct's type as text, which DDL reads back (an upsert's
+        # version store): past 25 fields it was cut (`... 6 more fields`), and the DDL
+        # failed (found by review).
+        "spark.sql.debug.maxToStringFields": "10000",
     }
 
 
