@@ -95,6 +95,28 @@ def _commits(
     return states
 
 
+def test_history_operations_refuse_a_table_that_is_no_longer_an_upsert_table(spark, sql):
+    """Found by review: a model switched from upsert to a table kept its store and log,
+    and rollback_last_commit re-pointed the new table's partitions at stale versions
+    (dropping those the old commit had made, files included)."""
+    spec = _spec("switched")
+    _commits(spark, sql, spec, 2)
+    spark.sql(f"drop table {spec.target}")
+    spark.sql(
+        f"create table {spec.target} using parquet partitioned by (day) as select"
+        " 'b' as device, 'new' as state, 9L as log_ts, 'd1' as day"
+    )
+    before = _rows(spark, spec.target)
+    with pytest.raises(UpsertError, match="is not an upsert table"):
+        rollback_last_commit(sql, spec)
+    assert _rows(spark, spec.target) == before
+    spark.sql(f"drop table {spec.target}")
+    spark.sql(f"create view {spec.target} as select 'd1' as day")
+    with pytest.raises(UpsertError, match="is not an upsert table"):
+        rollback_last_commit(sql, spec)
+    spark.sql(f"drop view {spec.target}")
+
+
 def test_a_table_reads_as_of_each_kept_commit_and_no_older(spark, sql):
     spec = _spec("kept", keep_commits=2)
     states = _commits(spark, sql, spec, 5)

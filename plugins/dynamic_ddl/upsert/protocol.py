@@ -504,7 +504,27 @@ def mend_table(sql: Sql, spec: UpsertSpec, doing: str) -> UpsertSpec:
     finish_repartition(sql, spec)
     if not table_exists(sql, spec.target):
         raise UpsertError(f"{spec.target} does not exist: there is nothing to {doing}.")
+    if not _reads_its_store(sql, spec):
+        # Found by review: a model switched from upsert to a table kept its old store and
+        # log, and a rollback re-pointed the new table's partitions at stale versions.
+        raise UpsertError(
+            f"{spec.target} is not an upsert table (its rows are not in {spec.versions}):"
+            f" there is no history to {doing}. Only models of incremental_strategy upsert"
+            " or replace_partitions, and snapshots, keep one."
+        )
     return replace(spec, partition_by=tuple(partition_columns(sql, spec.target)))
+
+
+def _reads_its_store(sql: Sql, spec: UpsertSpec) -> bool:
+    """Whether the target's folder is in its version store's, as every upsert table's is
+    (create_tables), unlike a table, a view or a seed of that name."""
+    if not table_exists(sql, spec.versions):
+        return False
+    try:
+        target = table_location(sql, spec.target)
+    except StopIteration:  # a view has no location
+        return False
+    return (target + "/").startswith(table_location(sql, spec.versions).rstrip("/") + "/")
 
 
 def clean_versions(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> int:
