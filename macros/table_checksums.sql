@@ -23,6 +23,22 @@
             {"<layer>": {"<table>": ...}}
 #}
 {% macro table_checksums(layer='production', exclude=[], layers=none) %}
+    {#- Found by review: a misspelled layer printed {} (two engines "agreed"), and
+        `layers: landing` hashed the layers l, a, n, ... -#}
+    {%- for name, value in [('layers', layers), ('exclude', exclude)]
+        if value is not none and (value is string or value is not iterable) -%}
+        {%- do exceptions.raise_compiler_error(
+            "table_checksums: " ~ name ~ " must be a list, e.g. {" ~ name ~ ": [" ~ value ~ "]}") -%}
+    {%- endfor -%}
+    {%- set known = [] -%}
+    {%- for node in graph.nodes.values() if node.resource_type == 'model' -%}
+        {%- do known.append(node.fqn[1]) -%}
+    {%- endfor -%}
+    {%- for each in (layers or [layer]) if each not in known -%}
+        {%- do exceptions.raise_compiler_error(
+            "table_checksums: no model is in the layer " ~ each ~ "; the layers are "
+            ~ (known | unique | sort | join(', '))) -%}
+    {%- endfor -%}
     {%- set by_layer = {} -%}
     {%- for each in (layers or [layer]) -%}
         {%- do by_layer.update({each: dynamic_ddl.layer_checksums(each, exclude)}) -%}
@@ -50,8 +66,14 @@
                 {%- do hashed.append(dynamic_ddl.checksum_expression(column)) -%}
                 {%- do names.append(column.name) -%}
             {%- endfor -%}
+            {#- xxhash64 skips NULL arguments: which columns are NULL is hashed too, or
+                ('x', NULL) and (NULL, 'x') would hash the same (found by review). -#}
+            {%- set nulls = [] -%}
+            {%- for name in names -%}
+                {%- do nulls.append(adapter.quote(name) ~ ' is null') -%}
+            {%- endfor -%}
             {%- set query -%}
-                select count(*), cast(coalesce(sum(cast(xxhash64({{ hashed | join(', ') }}) as decimal(38, 0))), 0) as string)
+                select count(*), cast(coalesce(sum(cast(xxhash64({{ hashed | join(', ') }}, array({{ nulls | join(', ') }})) as decimal(38, 0))), 0) as string)
                 from {{ relation }}
             {%- endset -%}
             {%- set row = run_query(query).rows[0] -%}

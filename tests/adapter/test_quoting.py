@@ -28,13 +28,19 @@ class TestQuoting(WithProjectMacros):
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"landing": {"hostile_names.sql": _model()}}
+        return {
+            "landing": {
+                "hostile_names.sql": _model(),
+                "x_then_null.sql": "select 'x' as a, cast(null as string) as b",
+                "null_then_x.sql": "select cast(null as string) as a, 'x' as b",
+            }
+        }
 
     def test_a_column_named_with_a_backquote_is_quoted_as_its_name(self, project, spark):
         """Found by review: dbt-spark's quote wrapped a name in backquotes as it was, so
         `we`ird` ended the identifier early: the model failed to parse, and
         `table_checksums` failed on any table with such a column."""
-        assert len(run_dbt(["run"])) == 1
+        assert len(run_dbt(["run"])) == 3
         table = f"{project.test_schema}.hostile_names"
         assert spark.table(table).columns == NAMES
         assert spark.table(table).first() == tuple(range(len(NAMES)))
@@ -44,14 +50,31 @@ class TestQuoting(WithProjectMacros):
         )
         printed = json.loads(_json_line(output, "hostile_names"))
         hashed = ", ".join(quoted_identifier(name) for name in sorted(NAMES))
+        nulls = ", ".join(f"{quoted_identifier(name)} is null" for name in sorted(NAMES))
         expected = spark.sql(
-            f"select cast(sum(cast(xxhash64({hashed}) as decimal(38, 0))) as string) from {table}"
+            f"select cast(sum(cast(xxhash64({hashed}, array({nulls})) as decimal(38, 0)))"
+            f" as string) from {table}"
         ).first()[0]
         assert printed["hostile_names"] == {
             "rows": 1,
             "checksum": expected,
             "columns": sorted(NAMES),
         }
+        # Found by review: xxhash64 skips NULLs, so a value in the wrong one of two
+        # columns of a type hashed the same.
+        assert printed["x_then_null"]["checksum"] != printed["null_then_x"]["checksum"]
+
+    def test_a_layer_or_argument_that_names_nothing_is_refused(self, project):
+        """Found by review: a misspelled layer printed {}, so two engines "agreed"."""
+        for args, error in (
+            ("{layer: landng}", "no model is in the layer landng; the layers are landing"),
+            ("{layers: landing}", "layers must be a list"),
+            ("{exclude: _batch_id}", "exclude must be a list"),
+        ):
+            _, output = run_dbt_and_capture(
+                ["run-operation", "table_checksums", "--args", args], expect_pass=False
+            )
+            assert error in output, args
 
 
 def _json_line(output: str, table: str) -> str:
