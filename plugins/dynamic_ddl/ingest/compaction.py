@@ -92,6 +92,9 @@ NEW_SUFFIX = "__compacted"  # the table's new definition, until it is swapped in
 LAYOUT_SUFFIX = "__layout"  # a table copied into the current layout, likewise
 SLOT_MARK = "~"  # in a merged slot, between the greatest batch id and the stamp
 DEFAULT_TARGET_MB = 128
+# Files of a megabyte at least (smaller defeats compaction), of a terabyte at most.
+MIN_TARGET_MB = 1
+MAX_TARGET_MB = 1_048_576
 DEFAULT_AFTER_DAYS = 2
 LAYOUT = [name for name, _ in PARTITION_COLUMNS]
 
@@ -116,6 +119,11 @@ class CompactionPolicy:
         Example:
             >>> CompactionPolicy.from_config({"compact_every": 20}, "model raw_t")
             CompactionPolicy(every=20, after_days=2, target_mb=128)
+            >>> try:
+            ...     CompactionPolicy.from_config({"compact_target_mb": 1e-7}, "raw_t")
+            ... except ConfigError as error:
+            ...     print(error)
+            raw_t: compact_target_mb must be a number of megabytes from 1 to 1,048,576, not 1e-07.
         """
         every = whole_number(config, "compact_every", where, minimum=1, default=None)
         after = whole_number(
@@ -124,9 +132,16 @@ class CompactionPolicy:
         target = config.get("compact_target_mb")
         if target is None:
             target = DEFAULT_TARGET_MB
-        elif isinstance(target, bool) or not isinstance(target, int | float) or target <= 0:
+        elif (
+            isinstance(target, bool)
+            or not isinstance(target, int | float)
+            or not MIN_TARGET_MB <= target <= MAX_TARGET_MB  # NaN too
+        ):
+            # Found by review: 1e-7 divided by zero, .inf overflowed, 0.001 wrote a file
+            # per kilobyte (after the batch had committed).
             raise ConfigError(
-                f"{where}: compact_target_mb must be a number of megabytes above 0, not {target!r}."
+                f"{where}: compact_target_mb must be a number of megabytes from"
+                f" {MIN_TARGET_MB} to {MAX_TARGET_MB:,}, not {target!r}."
             )
         return cls(every, after, target)
 
