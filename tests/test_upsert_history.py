@@ -286,6 +286,9 @@ def test_a_time_when_a_commit_since_rolled_back_showed_is_refused():
         after = START + timedelta(hours=1, minutes=45)
         assert commit_of(state, after.isoformat(sep=" "), "s.t") == first.commit_id
         assert commit_of(state, "2026-11-01 02:02:00", "s.t") == third.commit_id
+        # Found by review: a typo's future time read the table as it is now.
+        with pytest.raises(UpsertError, match="in the future"):
+            commit_of(state, "2062-11-01 02:02:00", "s.t")
 
 
 def test_keep_days_keeps_the_commit_shown_at_the_start_of_its_days():

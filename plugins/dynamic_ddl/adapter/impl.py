@@ -354,9 +354,10 @@ class DynamicSparkAdapter(SparkAdapter):
                 spec = replace(
                     self._existing_upsert(relation),
                     tombstone_days=days,
-                    unique_key=_columns(unique_key),
+                    unique_key=_columns(unique_key, "unique_key"),
                     global_key=_flag("global_key", global_key),
                 )
+                spec.validate_tombstone_days()  # a negative one forgot every delete
                 return repartition(self._fetch_rows, spec, _columns(partition_by))
             except UpsertError as error:
                 raise CompilationError(str(error)) from None
@@ -695,11 +696,30 @@ def _set_descriptions(node: Any, descriptions: dict[str, str]) -> None:
             node.columns[name] = ColumnInfo(name=name, description=description)
 
 
-def _columns(value: Any) -> tuple[str, ...]:
-    """A config value naming one column (or predicate) or a list of them, as a tuple."""
+def _columns(value: Any, name: str = "partition_by") -> tuple[str, ...]:
+    """A config value naming one column (or predicate) or a list of them, as a tuple;
+    anything else an UpsertError naming `name` (found by review: `partition_by: 5`
+    ended in a Python TypeError).
+
+    Example:
+        >>> _columns("day"), _columns(["day", "country"]), _columns(None)
+        (('day',), ('day', 'country'), ())
+        >>> from dynamic_ddl.upsert.spec import UpsertError
+        >>> try:
+        ...     _columns([5])
+        ... except UpsertError as error:
+        ...     print(error)
+        partition_by must name a column or a list of columns, not [5].
+    """
+    from dynamic_ddl.upsert.spec import UpsertError
+
     if not value:
         return ()
-    return (value,) if isinstance(value, str) else tuple(value)
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise UpsertError(f"{name} must name a column or a list of columns, not {value!r}.")
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -728,13 +748,13 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
     try:
         spec = UpsertSpec(
             target=f"{target.schema}.{target.identifier}",
-            unique_key=_columns(options.get("unique_key")),
+            unique_key=_columns(options.get("unique_key"), "unique_key"),
             ordering_field=options.get("ordering_field") or "",
-            tie_break=_columns(options.get("tie_break")),
+            tie_break=_columns(options.get("tie_break"), "tie_break"),
             partition_by=_columns(options.get("partition_by")),
             delete_marker=options.get("delete_marker"),
             on_schema_change=options.get("on_schema_change") or "ignore",
-            predicates=_columns(options.get("incremental_predicates")),
+            predicates=_columns(options.get("incremental_predicates"), "incremental_predicates"),
             replace=options.get("strategy") == "replace_partitions",
             partial_updates=_flag("partial_updates", options.get("partial_updates")),
             tombstone_days=DEFAULT_TOMBSTONE_DAYS if days is None else days,

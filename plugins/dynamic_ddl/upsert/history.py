@@ -76,6 +76,11 @@ def commit_of(state: TableState, at: str, target: str) -> str:
         ) from None
     if when.tzinfo is not None:
         when = when.astimezone(UTC).replace(tzinfo=None)
+    if when > datetime.now(UTC).replace(tzinfo=None):  # a typo (2062) read as "now"
+        raise UpsertError(
+            f"{at!r} is in the future: pass a past UTC time, or the newest commit's id"
+            f" ({kept[-1] if kept else 'none yet'})."
+        )
     found = commit_at(state, when)
     gone = rolled_back_over(state, when, found)
     if gone is not None:

@@ -154,18 +154,22 @@ class UpsertSpec:
                 " partial_updates or incremental_predicates (a key must be found, whole,"
                 " wherever it is stored); remove one of them."
             )
+        self.validate_tombstone_days()
+        self.validate_retention()
+        if self.on_schema_change not in ON_SCHEMA_CHANGE:
+            raise UpsertError(
+                f"on_schema_change={self.on_schema_change!r} is not supported by upsert;"
+                f" use one of {', '.join(ON_SCHEMA_CHANGE)} (Parquet cannot drop columns)."
+            )
+
+    def validate_tombstone_days(self) -> None:
+        """Raise UpsertError, naming the fix, when tombstone_days is not valid."""
         days = self.tombstone_days
         if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_DAYS:
             raise UpsertError(
                 f"Upsert into {self.target}: tombstone_days={days!r} must be a whole number"
                 f" of days, 0 to {MAX_DAYS} (how long a delete beats older updates arriving"
                 " late)."
-            )
-        self.validate_retention()
-        if self.on_schema_change not in ON_SCHEMA_CHANGE:
-            raise UpsertError(
-                f"on_schema_change={self.on_schema_change!r} is not supported by upsert;"
-                f" use one of {', '.join(ON_SCHEMA_CHANGE)} (Parquet cannot drop columns)."
             )
 
     def validate_retention(self) -> None:
