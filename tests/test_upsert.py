@@ -7,6 +7,7 @@ import os
 import re
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -67,6 +68,23 @@ def _files(spark, table: str, day: str) -> dict[str, float]:
         for entry in os.scandir(location)
         if entry.name.endswith(".parquet")
     }
+
+
+def test_another_key_than_the_table_was_built_with_is_refused(spark, sql):
+    """Found by review: a model whose unique_key was made coarser kept one row per new key
+    in the partitions a commit touched, and duplicates in the others, silently."""
+    spec = _spec("rekeyed", unique_key=("device", "state"))
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False), ("d1", "a", "off", 1, False)]))
+    batch = _batch(spark, [("d1", "a", "on", 2, False)])
+    for other in (replace(spec, unique_key=("device",)), replace(spec, global_key=True)):
+        with pytest.raises(UpsertError, match="holds rows unique by device,state.*full-refresh"):
+            upsert(sql, other, batch)
+    assert len(_rows(spark, spec.target)) == 2
+    # A table built before keys were recorded takes the model's.
+    spark.sql(f"alter table {spec.target} unset tblproperties ('dynamic_ddl.unique_key')")
+    upsert(sql, spec, batch)
+    with pytest.raises(UpsertError, match="holds rows unique by device,state"):
+        upsert(sql, replace(spec, unique_key=("device",)), batch)
 
 
 def test_a_column_named_with_a_hash_is_stored_like_any(spark, sql):

@@ -16,7 +16,7 @@ from dynamic_ddl.catalog import (
     table_exists,
     table_location,
 )
-from dynamic_ddl.sql_text import location_clause, quoted_identifier
+from dynamic_ddl.sql_text import location_clause, quoted_identifier, quoted_table, string_literal
 from dynamic_ddl.upsert.commit_log import drop_log, log_ddl
 from dynamic_ddl.upsert.spec import (
     COMMIT_ID,
@@ -78,6 +78,7 @@ def ensure_tables(
     if not table_exists(sql, spec.target):
         create_tables(sql, spec, data, partition_columns)
         return data
+    refuse_another_key(sql, spec)
     stored_columns, stored_by = described(sql, spec.target)
     # Spelled as the table spells them: partition paths (and so the log) use its spelling.
     if list(stored_by) != list(spec.partition_by):
@@ -126,6 +127,46 @@ def create_tables(
     location = f"{table_location(sql, spec.versions)}/{EMPTY}"
     steps.reached("upsert.create_target")
     sql(create_sql(spec.target, data + LINEAGE, partition_columns, location))
+    _record_key(sql, spec)
+
+
+# The table property naming what a table's rows are unique by (key_signature).
+KEY_PROPERTY = "dynamic_ddl.unique_key"
+
+
+def key_signature(spec: UpsertSpec) -> str:
+    """What an upsert table's rows are unique by, as its KEY_PROPERTY records it.
+
+    Example:
+        >>> key_signature(UpsertSpec("s.t", ("Id", "day"), "ts", global_key=True))
+        'id,day global'
+    """
+    return ",".join(k.lower() for k in spec.unique_key) + (" global" if spec.global_key else "")
+
+
+def refuse_another_key(sql: Sql, spec: UpsertSpec) -> None:
+    """UpsertError when the table was built with another unique_key or global_key than
+    the model says: a coarser key kept one row per new key in the partitions a commit
+    touched and duplicates elsewhere (found by review). A table built before keys were
+    recorded takes the model's."""
+    properties = {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(spec.target)}")}
+    stored = properties.get(KEY_PROPERTY)
+    if stored is None:
+        _record_key(sql, spec)
+    elif stored != key_signature(spec):
+        raise UpsertError(
+            f"{spec.target} holds rows unique by {stored or 'partition (replace_partitions)'},"
+            f" but the model says {key_signature(spec) or 'none'} (unique_key, global_key):"
+            " rebuild it with --full-refresh, or set them as the table was built."
+        )
+
+
+def _record_key(sql: Sql, spec: UpsertSpec) -> None:
+    value = key_signature(spec)
+    sql(
+        f"alter table {quoted_table(spec.target)} set tblproperties"
+        f" ({string_literal(KEY_PROPERTY)} = {string_literal(value)})"
+    )
 
 
 def add_missing_columns(sql: Sql, table: str, columns: list[tuple[str, str]]) -> None:
