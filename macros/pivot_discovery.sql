@@ -41,7 +41,10 @@
 
 {#
     The query discovery runs: the non-null keys of the rows `where` selects
-    (in `allow` when given, not in `deny`), ranked, at most `limit`.
+    (in `allow` when given, not in `deny`), ranked, at most `limit`. A key of
+    more than 1,024 characters gets no column (its values stay in `_overflow`):
+    each key fed to a column is written twice into the model's SQL, and lines of
+    up to `max_line_bytes` could make that SQL hundreds of MB (found by review).
 #}
 {% macro pivot_discovery_query(
     relation, key_column, where='true', allow=none, deny=[], pinned=[], limit=10000
@@ -50,6 +53,7 @@
     select pivot_rows.{{ key }}
     from {{ relation }} as pivot_rows
     where ({{ where }}) and pivot_rows.{{ key }} is not null
+        and char_length(pivot_rows.{{ key }}) <= 1024
     {%- if allow is not none %}
         and pivot_rows.{{ key }} in ({{ dynamic_ddl.pivot_literals(allow) }})
     {%- endif %}
