@@ -40,6 +40,12 @@ class EscapingSessionConnectionWrapper(SessionConnectionWrapper):
         # the server's environment (found by review: a seed cell could store a secret).
         return string_literal(text)
 
+    def fetchall(self) -> list[Any] | None:
+        """The rows, with TIMESTAMP values in UTC as on every target (session_rows)."""
+        rows = super().fetchall()
+        frame = getattr(self._cursor, "_df", None)  # dbt-spark's cursor keeps its DataFrame
+        return session_rows(frame, rows) if rows and frame is not None else rows
+
 
 class ExactPyhiveConnectionWrapper(PyhiveConnectionWrapper):
     """dbt-spark's Thrift wrapper, with numbers and times bound as sql_text.bound_text
@@ -48,12 +54,6 @@ class ExactPyhiveConnectionWrapper(PyhiveConnectionWrapper):
     @classmethod
     def _fix_binding(cls, value: Any) -> Any:
         return value if value is None or isinstance(value, str) else bound_text(value)
-
-    def fetchall(self) -> list[Any] | None:
-        """The rows, with TIMESTAMP values in UTC as on every target (session_rows)."""
-        rows = super().fetchall()
-        frame = getattr(self._cursor, "_df", None)  # dbt-spark's cursor keeps its DataFrame
-        return session_rows(frame, rows) if rows and frame is not None else rows
 
 
 class DynamicSparkConnectionManager(SparkConnectionManager):
