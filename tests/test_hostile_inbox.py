@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dynamic_ddl import steps
-from dynamic_ddl.ingest import parse, staging
+from dynamic_ddl.ingest import ledger, parse, staging
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.ingest.ledger import file_checksum
 
@@ -517,6 +517,28 @@ def test_a_gzip_file_cut_or_not_gzip_is_named_in_a_warning_and_stops_nothing(
     assert (second.input_lines, second.raw_rows) == (1 + len(lines), 1 + len(lines))
     ids = [row.id for row in spark.table(f"{schema}.raw_feed").select("id").collect()]
     assert sorted(ids) == list(range(1, 2000))
+    assert_every_line_accounted_for(spark, schema)
+
+
+def test_a_line_too_long_for_spark_leaves_its_file_named_and_stops_nothing(
+    spark, tmp_path, caplog, monkeypatch
+):
+    # Measured: a 64 MiB line (one minified export) ran a 1 GiB driver out of heap, and
+    # the JVM ended, at every run. A file holding a line past the limit is left in the
+    # inbox and named, the others flow; once its lines are shorter it is taken.
+    schema = "hostile_huge_line"
+    spark.sql(f"drop database if exists {schema} cascade")
+    monkeypatch.setattr(ledger, "READ_LINE_LIMIT", 4000)  # 16 MiB, made small
+    write_lines(tmp_path, "ok.json", ['{"id": 1}'])
+    huge = write_lines(tmp_path, "huge.json", ['{"id": 2}', f'{{"id": 3, "blob": "{"x" * 9000}"}}'])
+    (first,), messages = ingest_with_warnings(spark, schema, tmp_path, caplog)
+    assert (first.input_lines, first.raw_rows) == (1, 1)
+    assert any("huge.json is left in the inbox, not read: it holds a line" in m for m in messages)
+
+    write_lines(tmp_path, "huge.json", ['{"id": 2}', '{"id": 3}'])  # split by its sender
+    (second,) = ingest(spark, schema, tmp_path)
+    assert (second.input_lines, second.raw_rows) == (2, 2)
+    assert huge.exists()
     assert_every_line_accounted_for(spark, schema)
 
 

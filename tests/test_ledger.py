@@ -17,6 +17,7 @@ from dynamic_ddl.ingest.ledger import (
     CHUNK_BYTES,
     COMMITTED,
     PENDING,
+    READ_LINE_LIMIT,
     BatchLimits,
     InboxFile,
     LedgerEntry,
@@ -281,3 +282,13 @@ def test_the_scan_notes_the_bytes_of_a_last_line_without_its_line_end(tmp_path):
     with gzip.open(tmp_path / "z.json.gz", "wb") as handle:
         handle.write(b'{"a": 1}\n{"b": ')
     assert fingerprint(tmp_path / "z.json.gz").cut_bytes == 0  # growth is not followed
+
+
+def test_the_longest_line_is_measured_across_read_chunks(tmp_path):
+    """What keeps a line Spark cannot hold out of its reach (ledger.READ_LINE_LIMIT)."""
+    long = READ_LINE_LIMIT + CHUNK_BYTES // 2  # across chunks; within one gzip chunk
+    text = b'{"a": 1}\n' + b"x" * long + b"\r\n" + b"yy\r" + b"z" * 7
+    plain, zipped = tmp_path / "a.json", tmp_path / "a.json.gz"
+    plain.write_bytes(text)
+    zipped.write_bytes(gzip.compress(text))
+    assert fingerprint(plain).longest_line == fingerprint(zipped).longest_line == long

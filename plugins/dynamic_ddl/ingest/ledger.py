@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -113,6 +114,16 @@ class Fingerprint(NamedTuple):
     line_end_follows: bool = False
     holds_empty_string: bool = True  # whether `""` occurs in the (decoded) text
     cut_bytes: int = 0  # bytes of a last line with no line end (plain files only)
+    # The bytes of the longest line, exact when more than READ_LINE_LIMIT (else at least
+    # those of the lines that cross a read chunk's end).
+    longest_line: int = 0
+
+
+# The longest line Spark is given: Hadoop's reader holds a line whole in memory, and
+# measured on a 1 GiB driver, a line of 64 MiB ran it out of heap and ended it (each run
+# again: the topic stopped); one of 16 MiB is read and quarantined as line_too_long.
+READ_LINE_LIMIT = 16 * 2**20
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 class UnreadableFile(Exception):
@@ -163,6 +174,7 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     first_bytes, total = b"", 0  # the first decoded bytes, and how many there are
     prefix: tuple[str, int, bool, bool] | None = None
     offset, empty, tail = 0, False, 0  # tail: bytes since the last line end
+    longest = 0
     left = size if size is not None else float("inf")
     with open(path, "rb") as handle:
         while left > 0 and (chunk := handle.read(int(min(CHUNK_BYTES, left)))):
@@ -184,6 +196,10 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
                 empty = empty or b'""' in text or (last == b'"' and text[:1] == b'"')
                 count += count_line_ends(text, after_cr=last == b"\r")
                 end = max(text.rfind(b"\n"), text.rfind(b"\r"))
+                ends = [i for i in (text.find(b"\n"), text.find(b"\r")) if i >= 0]
+                longest = max(longest, tail + (min(ends) if ends else len(text)))
+                if len(text) > READ_LINE_LIMIT:  # a gzip's chunk: lines inside it, too
+                    longest = max(longest, max(map(len, _LINE_END.split(text))))
                 tail = len(text) - 1 - end if end >= 0 else tail + len(text)
                 last = text[-1:]
                 first_bytes, total = (first_bytes + text)[: len(BOM)], total + len(text)
@@ -195,9 +211,10 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     # Spark's reader drops a leading byte-order mark from the first line.
     marked = tail == total and first_bytes == BOM
     cut = 0 if unzip is not None else max(0, tail - len(BOM) * marked)
+    facts = {"holds_empty_string": empty, "cut_bytes": cut, "longest_line": longest}
     if prefix is None or unzip is not None:
-        return Fingerprint(digest.hexdigest(), lines, holds_empty_string=empty, cut_bytes=cut)
-    return Fingerprint(digest.hexdigest(), lines, *prefix, holds_empty_string=empty, cut_bytes=cut)
+        return Fingerprint(digest.hexdigest(), lines, **facts)
+    return Fingerprint(digest.hexdigest(), lines, *prefix, **facts)
 
 
 def _gunzipped(unzip: Gunzip, chunk: bytes) -> bytes:
@@ -262,6 +279,15 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
             _LOG.warning(
                 f"{path} is left in the inbox, not read: {error}. It is taken once it reads"
                 " whole; if it stays so, check it (`gzip -t`, its permissions) and replace it."
+            )
+            continue
+        if facts.longest_line > READ_LINE_LIMIT:
+            _LOG.warning(
+                f"{path} is left in the inbox, not read: it holds a line of more than"
+                f" {READ_LINE_LIMIT // 2**20} MiB ({facts.longest_line:,} bytes at least),"
+                " which Spark would hold whole in memory (a longer one ended the driver)."
+                " Split that line, or move the file out of the inbox; it is taken once its"
+                " lines are shorter."
             )
             continue
         first_line = 1
