@@ -123,18 +123,20 @@ group by day, firmware
 """
 
 
-class TestADayLeftWithoutEvents:
+class ChangedDaysProject:
+    """The upstream `placed_events` and a fact over rows_of_changed_days (FACT: file name
+    and model), on the embedded session."""
+
+    FACT: tuple[str, str]
+
     @pytest.fixture(scope="class")
     def dbt_profile_target(self):
         return session_profile()
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {
-            "placed_events.sql": EVENTS,
-            "daily.sql": DAILY_OF_CHANGED_DAYS,
-            "sources.yml": SOURCES,
-        }
+        name, model = self.FACT
+        return {"placed_events.sql": EVENTS, name: model, "sources.yml": SOURCES}
 
     @pytest.fixture(scope="class")
     def macros(self):
@@ -143,6 +145,19 @@ class TestADayLeftWithoutEvents:
             "rows_of_changed_days.sql": (PROJECT / "macros/rows_of_changed_days.sql").read_text()
         }
 
+    @staticmethod
+    def _events(project, values: str) -> None:
+        """Create the source table `events` if missing, and insert `values` (SQL rows)."""
+        project.run_sql(
+            f"create table if not exists {project.test_schema}.events"
+            " (id string, rev int, firmware string, day string) using parquet"
+        )
+        project.run_sql(f"insert into {project.test_schema}.events values {values}")
+
+
+class TestADayLeftWithoutEvents(ChangedDaysProject):
+    FACT = ("daily.sql", DAILY_OF_CHANGED_DAYS)
+
     def _rows(self, project, table: str, columns: str) -> list[tuple]:
         rows = project.run_sql(
             f"select {columns} from {project.test_schema}.{table} order by 1, 2", fetch="all"
@@ -150,21 +165,14 @@ class TestADayLeftWithoutEvents:
         return [tuple(r) for r in rows]
 
     def test_a_correction_that_moves_a_days_only_event_empties_that_day(self, project):
-        schema = project.test_schema
-        project.run_sql(
-            f"create table {schema}.events (id string, rev int, firmware string, day string)"
-            " using parquet"
-        )
-        project.run_sql(
-            f"insert into {schema}.events values ('e1', 1, '1.0', 'd1'), ('e2', 1, '1.0', 'd2')"
-        )
+        self._events(project, "('e1', 1, '1.0', 'd1'), ('e2', 1, '1.0', 'd2')")
         run_dbt(["run"])
         assert self._rows(project, "daily", "day, firmware, events") == [
             ("d1", "1.0", 1),
             ("d2", "1.0", 1),
         ]
         # e1, d1's only event, is corrected to d2: it leaves d1, and d1's count goes.
-        project.run_sql(f"insert into {schema}.events values ('e1', 2, '1.0', 'd2')")
+        self._events(project, "('e1', 2, '1.0', 'd2')")
         run_dbt(["run"])
         assert self._rows(project, "placed_events", "id, day") == [("e1", "d2"), ("e2", "d2")]
         assert self._rows(project, "daily", "day, firmware, events") == [("d2", "1.0", 2)]
@@ -184,43 +192,16 @@ group by substr(day, 1, 7), firmware
 """
 
 
-class TestChangedDaysIntoCoarserPartitions:
-    @pytest.fixture(scope="class")
-    def dbt_profile_target(self):
-        return session_profile()
-
-    @pytest.fixture(scope="class")
-    def models(self):
-        return {
-            "placed_events.sql": EVENTS,
-            "monthly.sql": MONTHLY_OF_CHANGED_DAYS,
-            "sources.yml": SOURCES,
-        }
-
-    @pytest.fixture(scope="class")
-    def macros(self):
-        return {
-            "rows_of_changed_days.sql": (PROJECT / "macros/rows_of_changed_days.sql").read_text()
-        }
+class TestChangedDaysIntoCoarserPartitions(ChangedDaysProject):
+    FACT = ("monthly.sql", MONTHLY_OF_CHANGED_DAYS)
 
     def test_are_refused_before_a_months_other_days_are_lost(self, project):
         """Found by review: each run replaced the month with the changed days' counts."""
-        schema = project.test_schema
-        project.run_sql(
-            f"create table {schema}.events (id string, rev int, firmware string, day string)"
-            " using parquet"
-        )
-        project.run_sql(
-            f"insert into {schema}.events values ('e1', 1, '1.0', '2026-11-01'),"
-            " ('e2', 1, '1.0', '2026-11-02')"
-        )
+        self._events(project, "('e1', 1, '1.0', '2026-11-01'), ('e2', 1, '1.0', '2026-11-02')")
         run_dbt(["run"])
-        monthly = f"select month, events from {schema}.monthly"
+        monthly = f"select month, events from {project.test_schema}.monthly"
         assert project.run_sql(monthly, fetch="all") == [("2026-11", 2)]
-        project.run_sql(
-            f"insert into {schema}.events values ('e3', 1, '1.0', '2026-11-02'),"
-            " ('e4', 1, '1.0', '2026-11-02')"
-        )
+        self._events(project, "('e3', 1, '1.0', '2026-11-02'), ('e4', 1, '1.0', '2026-11-02')")
         # Unrefused, the month held 3 (the changed day's events), not 4.
         results = run_dbt(["run"], expect_pass=False)
         (refused,) = [r for r in results.results if r.node.name == "monthly"]
