@@ -106,5 +106,6 @@ bench: setup ## Benchmarks: print the figures and write docs/benchmarks.md
 # removed metastore could then be stopped by no target (its port stays taken).
 clean: ## Stop the local servers, remove dbt output and local Spark state (.local); keeps .venv and data
 	@if [ -x $(BIN)/python ]; then \
-		$(BIN)/python -m dynamic_ddl.server down && $(BIN)/python -m dynamic_ddl.server.standalone down; fi
+		$(BIN)/python -m dynamic_ddl.server down || true; \
+		$(BIN)/python -m dynamic_ddl.server.standalone down || true; fi
 	rm -rf target logs .local

@@ -18,14 +18,20 @@
         relation: the upsert table read, required
         day_column: its day partition column, default `event_date`
         commit_column: this model's column holding the upstream commit id, default `_source_commit_id`
+        partition_column: this model's partition column holding the day, when it renames
+            it (`event_date as day`), default `day_column`; with replace_partitions the
+            model must be partitioned by it alone
 #}
-{% macro rows_of_changed_days(relation, day_column='event_date', commit_column='_source_commit_id') -%}
+{% macro rows_of_changed_days(
+    relation, day_column='event_date', commit_column='_source_commit_id', partition_column=none
+) -%}
     select changed_day_rows.*
     from {{ relation }} as changed_day_rows
     {#- A unit test's fixture is a CTE: its rows' commit ids tell the changed days. #}
     {%- if execute and relation.schema %}
     where {{ adapter.changed_days_filter(
-        relation, this, is_incremental(), 'changed_day_rows', day_column, commit_column) }}
+        relation, this, is_incremental(), 'changed_day_rows', day_column, commit_column,
+        partition_column or day_column) }}
     {%- else %}
     {%- set day = adapter.quote(day_column) %}
     where changed_day_rows.{{ day }} in (

@@ -426,6 +426,21 @@ def test_a_result_column_named_as_the_commits_own_is_refused_before_anything_cha
     for name in ("_commit_id", "_COMMIT_TS", "_version", "_rank"):
         with pytest.raises(UpsertError, match=f"has {name}, a name the commit gives"):
             refuse_missing_columns(spec, [("id", "int"), ("ts", "timestamp"), (name, "string")])
+    marked = UpsertSpec("s.t", ("id",), "ts", delete_marker="_deleted")  # read apart: fine
+    refuse_missing_columns(marked, [("id", "int"), ("ts", "timestamp"), ("_deleted", "boolean")])
+
+
+def test_a_delete_marker_named_as_the_merges_own_column_deletes(spark, sql):
+    spec = _spec("underscore_marker", delete_marker="_deleted")
+    batches = (
+        [("d1", "a", "on", 1, False), ("d1", "b", "on", 1, False)],
+        [("d1", "a", None, 2, True)],
+    )
+    for rows in batches:
+        batch = spark.createDataFrame(rows, COLUMNS.replace("gone", "_deleted"))
+        batch.createOrReplaceTempView("marked")
+        upsert(sql, spec, "marked")
+    assert [row[1] for row in _rows(spark, spec.target)] == ["b"]
 
 
 def test_every_name_the_merge_gives_a_column_is_reserved():

@@ -101,6 +101,8 @@ def test_history_operations_refuse_a_table_that_is_no_longer_an_upsert_table(spa
     (dropping those the old commit had made, files included)."""
     spec = _spec("switched")
     _commits(spark, sql, spec, 2)
+    pinned = read_log(sql, spec).history[0].commit_id
+    savepoint(sql, spec, pinned)
     spark.sql(f"drop table {spec.target}")
     spark.sql(
         f"create table {spec.target} using parquet partitioned by (day) as select"
@@ -109,6 +111,9 @@ def test_history_operations_refuse_a_table_that_is_no_longer_an_upsert_table(spa
     before = _rows(spark, spec.target)
     with pytest.raises(UpsertError, match="is not an upsert table"):
         rollback_last_commit(sql, spec)
+    assert _rows(spark, spec.target) == before
+    # Its savepoint can still be released, so a --full-refresh back to upsert can go.
+    assert release_savepoint(sql, spec, pinned) == pinned
     assert _rows(spark, spec.target) == before
     spark.sql(f"drop table {spec.target}")
     spark.sql(f"create view {spec.target} as select 'd1' as day")
@@ -417,6 +422,9 @@ def test_remembered_deletes_move_with_a_repartition(spark, sql):
     assert _rows(spark, spec.target) == [("d1", "a", "on", 1)]
     commit([("d1", "b", "back", 7, False)], relaid)
     assert _rows(spark, spec.target) == [("d1", "a", "on", 1), ("d1", "b", "back", 7)]
+    # The table keeps the key it was built with (found by review: lost in the swap).
+    with pytest.raises(UpsertError, match="unique by device, but the model says device global"):
+        commit([("d1", "b", "back", 8, False)], replace(relaid, global_key=True))
     # Deletes a merge no longer finds (past tombstone_days; 0: none) do not stand in the
     # way of a layout that cannot place them.
     commit([("d1", "a", None, 9, True)], relaid)

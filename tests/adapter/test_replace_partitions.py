@@ -124,10 +124,10 @@ group by day, firmware
 
 
 class ChangedDaysProject:
-    """The upstream `placed_events` and a fact over rows_of_changed_days (FACT: file name
-    and model), on the embedded session."""
+    """The upstream `placed_events` and facts over rows_of_changed_days (FACTS: file name
+    to model), on the embedded session."""
 
-    FACT: tuple[str, str]
+    FACTS: dict[str, str]
 
     @pytest.fixture(scope="class")
     def dbt_profile_target(self):
@@ -135,8 +135,7 @@ class ChangedDaysProject:
 
     @pytest.fixture(scope="class")
     def models(self):
-        name, model = self.FACT
-        return {"placed_events.sql": EVENTS, name: model, "sources.yml": SOURCES}
+        return {"placed_events.sql": EVENTS, **self.FACTS, "sources.yml": SOURCES}
 
     @pytest.fixture(scope="class")
     def macros(self):
@@ -156,7 +155,7 @@ class ChangedDaysProject:
 
 
 class TestADayLeftWithoutEvents(ChangedDaysProject):
-    FACT = ("daily.sql", DAILY_OF_CHANGED_DAYS)
+    FACTS = {"daily.sql": DAILY_OF_CHANGED_DAYS}
 
     def _rows(self, project, table: str, columns: str) -> list[tuple]:
         rows = project.run_sql(
@@ -192,8 +191,19 @@ group by substr(day, 1, 7), firmware
 """
 
 
+# The day renamed: rows_of_changed_days is told the model's name of it.
+RENAMED_DAY = """
+{{ config(materialized='incremental', incremental_strategy='replace_partitions',
+          partition_by=['d']) }}
+select firmware, count(*) as events, max(_commit_id) as _source_commit_id, day as d
+from ({{ rows_of_changed_days(ref('placed_events'), day_column='day', partition_column='d') }})
+    as changed
+group by day, firmware
+"""
+
+
 class TestChangedDaysIntoCoarserPartitions(ChangedDaysProject):
-    FACT = ("monthly.sql", MONTHLY_OF_CHANGED_DAYS)
+    FACTS = {"monthly.sql": MONTHLY_OF_CHANGED_DAYS, "renamed.sql": RENAMED_DAY}
 
     def test_are_refused_before_a_months_other_days_are_lost(self, project):
         """Found by review: each run replaced the month with the changed days' counts."""
@@ -207,3 +217,6 @@ class TestChangedDaysIntoCoarserPartitions(ChangedDaysProject):
         (refused,) = [r for r in results.results if r.node.name == "monthly"]
         assert "Set partition_by=['day']" in refused.message
         assert project.run_sql(monthly, fetch="all") == [("2026-11", 2)]
+        # Partitioned by the day under another name, and told so: recomputed.
+        renamed = f"select d, events from {project.test_schema}.renamed order by d"
+        assert project.run_sql(renamed, fetch="all") == [("2026-11-01", 1), ("2026-11-02", 3)]

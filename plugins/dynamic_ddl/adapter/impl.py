@@ -509,6 +509,7 @@ class DynamicSparkAdapter(SparkAdapter):
         qualifier: str,
         day_column: str,
         commit_column: str,
+        partition_column: str | None = None,
     ) -> str:
         """The filter on an upsert table's rows (prefixed with `qualifier`) of the days whose
         partitions changed since `this` stored the newest `commit_column` (every row
@@ -539,7 +540,7 @@ class DynamicSparkAdapter(SparkAdapter):
             days = changed_days(self._fetch_rows, upstream, day_column, seen)
         except ValueError as error:
             raise CompilationError(str(error)) from None
-        _RECOMPUTED_DAYS[_table_name(this)] = (day_column, days)
+        _RECOMPUTED_DAYS[_table_name(this)] = (partition_column or day_column, days)
         return rows_predicate([day_column], [(day,) for day in days], qualifier)
 
     @available
@@ -676,7 +677,8 @@ def _day_paths(spec: Any, recomputed: tuple) -> list[str]:
             f" {day_column}, and replace_partitions replaces whole partitions: with"
             f" partition_by={list(spec.partition_by)} the rows of days it did not recompute"
             f" would be lost. Set partition_by=['{day_column}'] (then `dbt run-operation"
-            " repartition` or --full-refresh), or recompute what each partition holds."
+            " repartition` or --full-refresh), pass rows_of_changed_days the model's own"
+            " name of the day (partition_column=...), or recompute what each partition holds."
         )
     return [partition_path(spec.partition_by, [day]) for day in days]
 

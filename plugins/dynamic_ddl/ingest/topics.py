@@ -424,7 +424,10 @@ def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     link took the folder's files over, new paths ingested again)."""
     found: list[Path] = []
     left_out: list[tuple[Path, str]] = []
-    own = {Path(root).resolve() for root, _, _ in os.walk(folder)}  # links not followed
+    own = set()  # the topic's own folders, links not followed, hidden ones left out
+    for root, folders, _ in os.walk(folder):
+        own.add(Path(root).resolve())
+        folders[:] = [f for f in folders if not f.startswith((".", "_"))]
     visited: set[Path] = set()
 
     def unlisted(error: OSError) -> None:

@@ -37,6 +37,7 @@ from dynamic_ddl.upsert.protocol import (
     commit_clock,
     finish,
     mend_table,
+    reads_its_store,
     recover,
     stored_versions,
 )
@@ -171,8 +172,11 @@ def release_savepoint(sql: Sql, spec: UpsertSpec, at: str) -> str:
     """Unpin the savepoint on commit `at` (its id); the model's next commit drops the
     versions nothing else keeps. Its id."""
     with held(sql, spec.target):
-        spec = mend_table(sql, spec, "release")
-        state = recover(sql, spec)
+        # Also for a table that no longer reads its store (found by review: a model
+        # switched to a table, then back, could neither rebuild over its savepoint nor
+        # release it); such a table's log is only read, never replayed onto it.
+        spec = mend_table(sql, spec, "release", needs_store=False)
+        state = recover(sql, spec) if reads_its_store(sql, spec) else read_log(sql, spec)
         if at not in state.savepoints:
             pinned = ", ".join(sorted(state.savepoints)) or "none"
             raise UpsertError(

@@ -495,7 +495,7 @@ def recover(sql: Sql, spec: UpsertSpec, state: TableState | None = None) -> Tabl
     return finish(sql, spec, state.pending, state)
 
 
-def mend_table(sql: Sql, spec: UpsertSpec, doing: str) -> UpsertSpec:
+def mend_table(sql: Sql, spec: UpsertSpec, doing: str, needs_store: bool = True) -> UpsertSpec:
     """What an operation on the table does first, under its lock: finish or undo a
     repartition a killed run left (its swap may have left the name empty), then
     check that the table exists (else an error: there is nothing to `doing`).
@@ -504,18 +504,19 @@ def mend_table(sql: Sql, spec: UpsertSpec, doing: str) -> UpsertSpec:
     finish_repartition(sql, spec)
     if not table_exists(sql, spec.target):
         raise UpsertError(f"{spec.target} does not exist: there is nothing to {doing}.")
-    if not _reads_its_store(sql, spec):
+    if needs_store and not reads_its_store(sql, spec):
         # Found by review: a model switched from upsert to a table kept its old store and
         # log, and a rollback re-pointed the new table's partitions at stale versions.
         raise UpsertError(
             f"{spec.target} is not an upsert table (its rows are not in {spec.versions}):"
             f" there is no history to {doing}. Only models of incremental_strategy upsert"
-            " or replace_partitions, and snapshots, keep one."
+            " or replace_partitions, and snapshots, keep one; a model switched back to one"
+            " starts its history again with --full-refresh."
         )
     return replace(spec, partition_by=tuple(partition_columns(sql, spec.target)))
 
 
-def _reads_its_store(sql: Sql, spec: UpsertSpec) -> bool:
+def reads_its_store(sql: Sql, spec: UpsertSpec) -> bool:
     """Whether the target's folder is in its version store's, as every upsert table's is
     (create_tables), unlike a table, a view or a seed of that name."""
     if not table_exists(sql, spec.versions):

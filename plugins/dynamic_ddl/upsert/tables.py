@@ -35,7 +35,8 @@ def refuse_missing_columns(spec: UpsertSpec, source_columns: list[tuple[str, str
     """UpsertError when a column the config names is not in the model's result (its
     delete marker, which the commit reads apart, names none), or the result holds a
     column the commit makes (spec.is_reserved)."""
-    reserved = sorted(n for n, _ in source_columns if is_reserved(n))
+    # The delete marker is read apart, never a column of the merge: `_deleted` may be one.
+    reserved = sorted(n for n, _ in source_columns if is_reserved(n) and n != spec.delete_marker)
     if reserved:
         raise UpsertError(
             f"Upsert into {spec.target}: the model's result has {', '.join(reserved)}, a name"
@@ -135,13 +136,15 @@ KEY_PROPERTY = "dynamic_ddl.unique_key"
 
 
 def key_signature(spec: UpsertSpec) -> str:
-    """What an upsert table's rows are unique by, as its KEY_PROPERTY records it.
+    """What an upsert table's rows are unique by, as its KEY_PROPERTY records it (the
+    order of the key's columns is no matter).
 
     Example:
         >>> key_signature(UpsertSpec("s.t", ("Id", "day"), "ts", global_key=True))
-        'id,day global'
+        'day,id global'
     """
-    return ",".join(k.lower() for k in spec.unique_key) + (" global" if spec.global_key else "")
+    key = ",".join(sorted(k.lower() for k in spec.unique_key))
+    return key + (" global" if spec.global_key else "")
 
 
 def refuse_another_key(sql: Sql, spec: UpsertSpec) -> None:
@@ -149,8 +152,7 @@ def refuse_another_key(sql: Sql, spec: UpsertSpec) -> None:
     the model says: a coarser key kept one row per new key in the partitions a commit
     touched and duplicates elsewhere (found by review). A table built before keys were
     recorded takes the model's."""
-    properties = {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(spec.target)}")}
-    stored = properties.get(KEY_PROPERTY)
+    stored = _recorded_key(sql, spec.target)
     if stored is None:
         _record_key(sql, spec)
     elif stored != key_signature(spec):
@@ -161,10 +163,27 @@ def refuse_another_key(sql: Sql, spec: UpsertSpec) -> None:
         )
 
 
+def carry_key(sql: Sql, table: str, new: str) -> None:
+    """Give `new`, a definition about to replace `table` (a repartition's), the key
+    `table` records (found by review: without it, the next run took the model's key,
+    whatever it had become)."""
+    stored = _recorded_key(sql, table)
+    if stored is not None:
+        _set_key(sql, new, stored)
+
+
+def _recorded_key(sql: Sql, table: str) -> str | None:
+    properties = {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(table)}")}
+    return properties.get(KEY_PROPERTY)
+
+
 def _record_key(sql: Sql, spec: UpsertSpec) -> None:
-    value = key_signature(spec)
+    _set_key(sql, spec.target, key_signature(spec))
+
+
+def _set_key(sql: Sql, table: str, value: str) -> None:
     sql(
-        f"alter table {quoted_table(spec.target)} set tblproperties"
+        f"alter table {quoted_table(table)} set tblproperties"
         f" ({string_literal(KEY_PROPERTY)} = {string_literal(value)})"
     )
 
