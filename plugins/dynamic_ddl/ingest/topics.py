@@ -375,7 +375,8 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     # The file's own path first: a link made later never takes over a file committed.
     # Own as seen from the topic's folder, which may itself be reached by a link (found
     # by review: under a linked inbox every path looked like a link).
-    for path in sorted(found, key=lambda path: (not _own_path(folder, path), path)):
+    real_folder = folder.resolve()
+    for path in sorted(found, key=lambda path: (not _own_path(folder, real_folder, path), path)):
         if not readable_name(path):  # found by review: it stopped the topic's every run
             left_out.append(
                 (
@@ -402,17 +403,19 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
     return sorted(files)
 
 
-def _own_path(folder: Path, path: Path) -> bool:
-    """Whether `path`, under `folder`, is reached without a link below `folder`.
+def _own_path(folder: Path, real_folder: Path, path: Path) -> bool:
+    """Whether `path`, under `folder` (whose resolved path is `real_folder`, resolved once
+    for all its files), is reached without a link below `folder`.
 
     Example:
         >>> import tempfile
         >>> inbox = Path(tempfile.mkdtemp())
         >>> (inbox / "dt=1").mkdir(); (inbox / "current").symlink_to("dt=1")
-        >>> _own_path(inbox, inbox / "dt=1"), _own_path(inbox, inbox / "current")
+        >>> real = inbox.resolve()
+        >>> _own_path(inbox, real, inbox / "dt=1"), _own_path(inbox, real, inbox / "current")
         (True, False)
     """
-    return path.resolve() == folder.resolve() / path.relative_to(folder)
+    return path.resolve() == real_folder / path.relative_to(folder)
 
 
 def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -424,6 +427,7 @@ def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     link took the folder's files over, new paths ingested again)."""
     found: list[Path] = []
     left_out: list[tuple[Path, str]] = []
+    real_folder = folder.resolve()
     own = set()  # the topic's own folders, links not followed, hidden ones left out
     for root, folders, _ in os.walk(folder):
         own.add(Path(root).resolve())
@@ -438,7 +442,7 @@ def _listed_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     for root, folders, names in os.walk(folder, followlinks=True, onerror=unlisted):
         here = Path(root)
         real = here.resolve()
-        linked_to_own = real in own and not _own_path(folder, here)
+        linked_to_own = real in own and not _own_path(folder, real_folder, here)
         if real in visited or linked_to_own:  # a link back up, or a second link to one folder
             folders[:] = []
             continue
