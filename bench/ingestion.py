@@ -17,6 +17,7 @@ import json
 import shutil
 import statistics
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -317,7 +318,7 @@ def section(results: dict) -> str:
         "Peak heap: the driver JVM's heap pools' peaks during one `ours known` run, after "
         "a GC.\n\n"
         "Command: `make bench` (or `.venv/bin/python bench/ingestion.py`, which rewrites "
-        "this section only).\n\n" + report(results)
+        f"this section only). Measured {datetime.now(UTC):%Y-%m-%d}.\n\n" + report(results)
     )
 
 

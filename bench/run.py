@@ -105,7 +105,8 @@ def main() -> None:
     text = (
         "# Benchmarks\n\nWritten by `make bench`. "
         + machine()
-        + ".\n\n"
+        + ".\nA section rerun alone (`.venv/bin/python bench/<name>.py`) gives its own date."
+        + "\n\n"
         + "\n\n".join(sections)
         + "\n"
     )

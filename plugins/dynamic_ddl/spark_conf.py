@@ -57,6 +57,11 @@ def session_settings() -> dict[str, str]:
         # version store): past 25 fields it was cut (`... 6 more fields`), and the DDL
         # failed (found by review).
         "spark.sql.debug.maxToStringFields": "10000",
+        # HotSpot never compiles a method past 8,000 bytes of bytecode: it runs it
+        # interpreted. A raw batch's parse (a leaf check per column) made one such
+        # whole-stage method, and parsing 400k lines took 6.6 s where 4.5 s was
+        # enough. At this limit Spark compiles such a stage operator by operator.
+        "spark.sql.codegen.hugeMethodLimit": "8000",
     }
 
 
