@@ -144,7 +144,9 @@ VALID = {"topic": "feed", "table": "raw_feed", "schema": "s", "inbox_dir": "/tmp
     [
         # Found by review: deeper, a line could again end the Spark driver (parse.MAX_DEPTH).
         ({"max_depth": 1000}, "max_depth must be a whole number from 1 to 32, not 1000"),
-        ({"max_line_bytes": 0}, "max_line_bytes must be a whole number >= 1, not 0"),
+        ({"max_line_bytes": 0}, "max_line_bytes must be a whole number from 1 to 16777216"),
+        # Longer, a line would reach Spark whole (ledger.READ_LINE_LIMIT).
+        ({"max_line_bytes": 2**25}, "from 1 to 16777216, not 33554432"),
         ({"max_columns": "1e3"}, "max_columns must be a whole number >= 1, not '1e3'"),
         ({"max_column": 5}, r"max_column is no setting \(did you mean max_columns\?\)"),
         ({"topic_settings": ["record_key", "time_format"]}, "time_format is no setting"),

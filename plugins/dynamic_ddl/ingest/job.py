@@ -324,7 +324,7 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
 
     staging = staging_location(spark, settings.table)
     steps.reached("raw.link_files")
-    links = link_files([f.path for f in batch.files], link_folder(staging))
+    links = link_files(batch.files, link_folder(staging), settings.limits.max_line_bytes)
     scratch = f"{staging}__inference"
     steps.reached("raw.infer_schema")
     depth = settings.limits.max_depth

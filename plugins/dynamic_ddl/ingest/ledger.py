@@ -66,6 +66,9 @@ class InboxFile:
     # Bytes of a last line without a line end yet (a producer caught mid-line), 0 when
     # none: the batch learns from Spark's read whether the line was finished since.
     cut_bytes: int = 0
+    # Fingerprint.longest_line: past READ_LINE_LIMIT, Spark reads a copy of the file
+    # whose longer lines are cut (inbox_links.copy_cutting_long_lines).
+    longest_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -283,13 +286,12 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
             continue
         if facts.longest_line > READ_LINE_LIMIT:
             _LOG.warning(
-                f"{path} is left in the inbox, not read: it holds a line of more than"
-                f" {READ_LINE_LIMIT // 2**20} MiB ({facts.longest_line:,} bytes at least),"
-                " which Spark would hold whole in memory (a longer one ended the driver)."
-                " Split that line, or move the file out of the inbox; it is taken once its"
-                " lines are shorter."
+                f"{path} holds a line of more than {READ_LINE_LIMIT // 2**20} MiB"
+                f" ({facts.longest_line:,} bytes at least), which Spark would hold whole in"
+                " memory (a longer one ended the driver): Spark reads a copy of the file in"
+                " which such a line keeps its first max_line_bytes and a few bytes, and is"
+                " quarantined as line_too_long. The file keeps the line whole."
             )
-            continue
         first_line = 1
         if grew and facts.prefix_checksum == before.checksum:
             # Past the complete lines; past an unterminated one too if it was whole.
@@ -305,6 +307,7 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
                 first_line,
                 facts.holds_empty_string,
                 facts.cut_bytes,
+                facts.longest_line,
             )
         )
     return found

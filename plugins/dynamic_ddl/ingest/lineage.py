@@ -87,7 +87,7 @@ def _raw_chunks(path: Path, size: int) -> Iterator[bytes]:
             yield chunk
 
 
-def _decoded_chunks(path: Path, size: int) -> Iterator[bytes]:
+def decoded_chunks(path: Path, size: int) -> Iterator[bytes]:
     """The first `size` bytes of the file, gunzipped for `.gz` files (all members)."""
     unzip = Gunzip() if path.name.endswith(".gz") else None
     for chunk in _raw_chunks(path, size):
@@ -106,7 +106,7 @@ def split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """
     parts: list[bytes] = []  # the line so far, from earlier chunks
     after_cr = False
-    for chunk in _without_bom(chunks):
+    for chunk in without_bom(chunks):
         if not chunk:  # gunzipping may give nothing for a while: a CR stays pending
             continue
         start = 1 if after_cr and chunk.startswith(b"\n") else 0  # the LF of a split CRLF
@@ -119,7 +119,7 @@ def split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield b"".join(parts)
 
 
-def _without_bom(chunks: Iterable[bytes]) -> Iterator[bytes]:
+def without_bom(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """The chunks without a byte-order mark at the start (even one split across chunks)."""
     head = b""
     chunks = iter(chunks)
@@ -136,7 +136,7 @@ def read_line(path: Path, line_number: int, size: int | None = None) -> bytes:
     """Line `line_number` (1-based) of the file's first `size` bytes (all of them when
     None), without its line end."""
     size = path.stat().st_size if size is None else size
-    for number, line in enumerate(split_lines(_decoded_chunks(path, size)), start=1):
+    for number, line in enumerate(split_lines(decoded_chunks(path, size)), start=1):
         if number == line_number:
             return line
     raise LineageError(f"{path} has fewer than {line_number} lines.")

@@ -8,7 +8,7 @@ from typing import Any
 
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.compaction import CompactionPolicy
-from dynamic_ddl.ingest.ledger import BatchLimits
+from dynamic_ddl.ingest.ledger import READ_LINE_LIMIT, BatchLimits
 from dynamic_ddl.ingest.parse import MAX_DEPTH, LineLimits
 from dynamic_ddl.ingest.topics import (
     LIMIT_SETTINGS,
@@ -84,8 +84,9 @@ class IngestSettings:
         if not topic.record_key or not topic.event_time:
             raise ConfigError(f"{where}: record_key and event_time must name JSON paths.")
         limits = LineLimits(
+            # A longer line would be held whole by Spark (see ledger.READ_LINE_LIMIT).
             max_line_bytes=whole_number(
-                config, "max_line_bytes", limited, 1, LineLimits.max_line_bytes
+                config, "max_line_bytes", limited, 1, LineLimits.max_line_bytes, READ_LINE_LIMIT
             ),
             max_depth=whole_number(
                 config, "max_depth", limited, 1, LineLimits.max_depth, MAX_DEPTH
