@@ -118,33 +118,51 @@ def partition_columns(sql: Sql, table: str) -> list[str]:
 
 def described(sql: Sql, table: str) -> tuple[list[tuple[str, str]], list[str]]:
     """One `describe` of an existing table: its (name, type) columns, partition columns
-    included, in order; and its partition columns, in order.
+    included, in order; and its partition columns, in order (see describe_sections)."""
+    return describe_sections([(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")])
 
-    Spark's sections start `# ` (`# Partition Information`, `# col_name`); a column
-    may start with `#` too (`#events`): taken for a section, it and every column after
-    it were left out of an upsert's table, their values never stored (found by review).
+
+def describe_sections(rows: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[str]]:
+    """`describe`'s (name, type) rows read as columns, and partition columns.
+
+    A section starts with a heading of no type (`# Partition Information`); a
+    column may start with `#` too (`#events`, `# n`): taken for a heading, it and
+    every column after it were left out of an upsert's table, their values never
+    stored (found by review).
+
+    Example:
+        >>> describe_sections([
+        ...     ("#events", "int"), ("# p", "string"), ("# Partition Information", ""),
+        ...     ("# col_name", "data_type"), ("# p", "string"), ("", ""),
+        ... ])
+        ([('#events', 'int'), ('# p', 'string')], ['# p'])
     """
-    rows = [(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")]
     columns = []
     for name, data_type in rows:
-        if not name or _section(name):
+        if is_heading(name, data_type):
             break
         columns.append((name, data_type))
-    names = [name for name, _ in rows]
-    if "# Partition Information" not in names:
+    # Its type is "" or None (over Thrift): found by the name, as a heading.
+    headings = [
+        i for i, (name, kind) in enumerate(rows) if name == "# Partition Information" and not kind
+    ]
+    if not headings:
         return columns, []
+    listed = rows[headings[0] + 1 :]
+    if listed[:1] == [("# col_name", "data_type")]:  # the section's own header row
+        listed = listed[1:]
     partitions = []
-    for name in names[names.index("# Partition Information") + 1 :]:
-        if not name or (_section(name) and partitions):
+    for name, data_type in listed:
+        if is_heading(name, data_type):
             break
-        if not _section(name):  # the `# col_name` header
-            partitions.append(name)
+        partitions.append(name)
     return columns, partitions
 
 
-def _section(name: str) -> bool:
-    """Whether a name of `describe`'s output heads a section, not a column."""
-    return name.startswith("# ")
+def is_heading(name: str | None, data_type: str | None) -> bool:
+    """Whether a row of `describe` ends the list of columns: empty, or a section's
+    heading (a name starting with `#`, and no type)."""
+    return not name or (name.startswith("#") and not data_type)
 
 
 def table_layout(sql: Sql, table: str) -> dict[str, int]:

@@ -11,8 +11,9 @@ from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark import SparkAdapter
+from dbt.adapters.spark import SparkAdapter, SparkColumn
 from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt.adapters.spark.impl import KEY_TABLE_OWNER, KEY_TABLE_STATISTICS
 from dbt.artifacts.resources import ColumnInfo
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
@@ -26,7 +27,7 @@ from dynamic_ddl.adapter.discovered_columns import (
     registry_query,
 )
 from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
-from dynamic_ddl.catalog import read_settled
+from dynamic_ddl.catalog import is_heading, read_settled
 from dynamic_ddl.sql_text import quoted_identifier
 
 
@@ -53,6 +54,49 @@ class DynamicSparkAdapter(SparkAdapter):
             "session": SessionPythonJobHelper,
             "connect": ConnectPythonJobHelper,
         }
+
+    def parse_describe_extended(self, relation: Any, raw_rows: Any) -> list[SparkColumn]:
+        """Upstream's, keeping the columns whose names start with `#` (`#events`), which
+        it drops as comments: every row before the first heading is a column
+        (find_table_information_separator). Found by review: such a column was missing
+        from get_columns_in_relation (snapshots, table_checksums, the PII test)."""
+        rows = [dict(zip(row._keys, row._values, strict=True)) for row in raw_rows]
+        position = self.find_table_information_separator(rows)
+        metadata = {row["col_name"]: row["data_type"] for row in rows[position + 1 :]}
+        owner, stats = metadata.get(KEY_TABLE_OWNER), metadata.get(KEY_TABLE_STATISTICS)
+        return [
+            SparkColumn(
+                table_database=None,
+                table_schema=relation.schema,
+                table_name=relation.name,
+                table_type=relation.type,
+                table_owner=str(owner),
+                table_stats=SparkColumn.convert_table_stats(stats),
+                column=row["col_name"],
+                column_index=index,
+                dtype=row["data_type"],
+            )
+            for index, row in enumerate(rows[:position])
+        ]
+
+    @staticmethod
+    def find_table_information_separator(rows: list[dict]) -> int:
+        """How many of `describe extended`'s rows are columns: up to the first empty row
+        or section heading (`# Partition Information`, no type). Upstream stops at any
+        name starting with `#`, so a column `#events` and every column after it were
+        missing.
+
+        Example:
+            >>> rows = [("id", "int"), ("#events", "int"), ("# Partition Information", "")]
+            >>> DynamicSparkAdapter.find_table_information_separator(
+            ...     [{"col_name": name, "data_type": kind} for name, kind in rows]
+            ... )
+            2
+        """
+        for position, row in enumerate(rows):
+            if is_heading(row["col_name"], row["data_type"]):
+                return position
+        return len(rows)
 
     @classmethod
     def get_adapter_run_info(cls, config: Any) -> AdapterTrackingRelationInfo:
