@@ -8,7 +8,7 @@ from datetime import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynamic_ddl.catalog import spark_sql, swap_in, table_exists, table_location
+from dynamic_ddl.catalog import spark_sql, swap_in, table_columns, table_exists, table_location
 from dynamic_ddl.sql_text import (
     glob_escaped,
     location_clause,
@@ -85,6 +85,24 @@ def test_hostile_identifiers_and_partitions(spark):
     for value in HOSTILE[:-1]:
         spark.sql(f"alter table {table} drop {partition_spec([column], [value])}")
     assert spark.table(table).count() == 0
+
+
+def test_a_struct_of_hostile_field_names_is_read_back_by_ddl(spark):
+    """catalog.table_columns gives a struct's type as DDL reads it (sql_text.ddl_type):
+    `describe` writes its field names bare, which DDL cannot read back."""
+    spark.sql("create database if not exists sql_text_tests")
+    names = [*HOSTILE[:-1], "c:d", "e,f<g>", "a.b"]
+    fields = ", ".join(f"{string_literal(name)}, {index}" for index, name in enumerate(names))
+    spark.sql(
+        f"select named_struct({fields}) as s, array(named_struct({fields})) as a"
+    ).createOrReplaceTempView("hostile_struct")
+    columns = table_columns(spark_sql(spark), "hostile_struct")
+    table = "sql_text_tests.hostile_struct"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} ({', '.join(f'{n} {t}' for n, t in columns)}) using parquet")
+    spark.sql(f"insert into {table} select * from hostile_struct")
+    assert spark.table(table).schema["s"].dataType.names == names
+    assert spark.table(table).first() == spark.table("hostile_struct").first()
 
 
 def test_partition_predicates_over_two_columns_and_nulls(spark):

@@ -9,6 +9,7 @@ import threading
 import time
 from dataclasses import replace
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlparse
@@ -20,7 +21,7 @@ from dbt_common.exceptions import CompilationError
 from dynamic_ddl import sql_text, steps
 from dynamic_ddl.adapter.connections import EscapingSessionConnectionWrapper
 from dynamic_ddl.adapter.impl import upsert_spec
-from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.catalog import spark_sql, table_columns
 from dynamic_ddl.upsert import merge as upsert_merge
 from dynamic_ddl.upsert.protocol import UpsertError, UpsertSpec, rollback_last_commit, upsert
 from dynamic_ddl.upsert.spec import is_reserved
@@ -97,6 +98,26 @@ def test_a_column_named_with_a_hash_is_stored_like_any(spark, sql):
     upsert(sql, spec, "hashed_batch")
     row = spark.sql(f"select `#events`, city, log_ts, day from {spec.target}").first()
     assert tuple(row) == (3, "x", 1, "d1")
+
+
+def test_a_struct_whose_field_names_need_quotes_is_stored_whole(spark, sql):
+    """Found by review: `describe` writes a struct's field names bare
+    (`struct<a-b:int,c:d:...>`), and the version store's DDL made from that text failed.
+    A struct of plain names keeps `describe`'s text."""
+    spec = _spec("hostile_fields", delete_marker=None)
+    fields = "'a-b', 1, 'c:d', array(named_struct('x y', 'z')), 'e,f<g>', map('k', 1.5)"
+    for log_ts in (1, 2):  # the second commit rewrites the partition through the store
+        spark.sql(
+            f"select 'd1' as day, 'a' as device, named_struct({fields}) as s,"
+            f" named_struct('plain', 1) as p, {log_ts}L as log_ts"
+        ).createOrReplaceTempView("hostile_fields_batch")
+        upsert(sql, spec, "hostile_fields_batch")
+    row = spark.sql(
+        f"select s.`a-b`, s.`c:d`[0].`x y`, s.`e,f<g>`['k'], p.plain, log_ts from {spec.target}"
+    ).first()
+    assert tuple(row) == (1, "z", Decimal("1.5"), 1, 2)
+    written = dict(tuple(r)[:2] for r in spark.sql(f"describe {spec.target}").collect())
+    assert dict(table_columns(sql, spec.target))["p"] == written["p"] == "struct<plain:int>"
 
 
 def test_a_struct_of_many_fields_is_stored_whole(spark, sql):

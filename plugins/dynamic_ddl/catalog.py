@@ -7,6 +7,7 @@ materializations share one copy, on every target.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from dynamic_ddl import steps
-from dynamic_ddl.sql_text import quoted_identifier, quoted_table, string_literal
+from dynamic_ddl.sql_text import ddl_type, quoted_identifier, quoted_table, string_literal
 
 Sql = Callable[[str], Sequence[Sequence[Any]]]
 """Runs one statement and returns its rows (spark.sql(...).collect(), or the adapter's)."""
@@ -118,8 +119,35 @@ def partition_columns(sql: Sql, table: str) -> list[str]:
 
 def described(sql: Sql, table: str) -> tuple[list[tuple[str, str]], list[str]]:
     """One `describe` of an existing table: its (name, type) columns, partition columns
-    included, in order; and its partition columns, in order (see describe_sections)."""
-    return describe_sections([(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")])
+    included, in order; and its partition columns, in order (see describe_sections).
+    A struct's type is written as DDL reads it back (sql_text.ddl_type)."""
+    rows = [(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")]
+    columns, partitions = describe_sections(rows)
+    if any("struct<" in data_type for _, data_type in columns):
+        columns = _struct_types_for_ddl(sql, table, columns)
+    return columns, partitions
+
+
+def _struct_types_for_ddl(
+    sql: Sql, table: str, columns: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """`columns` with each type that holds a struct written from `describe ... as json`,
+    whose field names are exact: `describe` writes `struct<a-b:int>`, which DDL cannot
+    read, and `struct<c:d:int>`, which it reads wrongly."""
+    text = sql(f"describe table extended {quoted_table(table)} as json")[0][0]
+    types = {column["name"]: column["type"] for column in json.loads(text)["columns"]}
+    return [
+        (name, _ddl_type_or(types[name], data_type) if "struct<" in data_type else data_type)
+        for name, data_type in columns
+    ]
+
+
+def _ddl_type_or(described: dict[str, Any], written: str) -> str:
+    """ddl_type, or `describe`'s text for a type of a shape it does not know."""
+    try:
+        return ddl_type(described)
+    except KeyError:
+        return written
 
 
 def describe_sections(rows: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[str]]:

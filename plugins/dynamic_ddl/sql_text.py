@@ -99,6 +99,51 @@ def quoted_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def ddl_type(described: dict[str, Any]) -> str:
+    """A column's type as `describe table extended ... as json` gives it, as DDL reads it
+    back: as `describe` writes it, but with a struct's field names quoted where they need
+    it. `describe` writes them bare (`struct<a-b:int,c:d:string>`), and a table created
+    from that text failed (found by review: an upsert's version store).
+
+    Example:
+        >>> ddl_type({"name": "struct", "fields": [
+        ...     {"name": "a-b", "type": {"name": "timestamp_ltz"}},
+        ...     {"name": "ok", "type": {"name": "map", "key_type": {"name": "string"},
+        ...         "value_type": {"name": "decimal", "precision": 10, "scale": 2}}},
+        ... ]})
+        'struct<`a-b`:timestamp,ok:map<string,decimal(10,2)>>'
+    """
+    kind = described["name"]
+    if kind == "struct":
+        fields = [
+            f"{_field_name(field['name'])}:{ddl_type(field['type'])}"
+            for field in described["fields"]
+        ]
+        return f"struct<{','.join(fields)}>"
+    if kind == "array":
+        return f"array<{ddl_type(described['element_type'])}>"
+    if kind == "map":
+        return f"map<{ddl_type(described['key_type'])},{ddl_type(described['value_type'])}>"
+    if kind == "decimal":
+        return f"decimal({described['precision']},{described['scale']})"
+    if kind in ("char", "varchar"):
+        return f"{kind}({described['length']})"
+    if kind == "timestamp_ltz":
+        return "timestamp"
+    if kind == "interval":
+        start, end = described["start_unit"], described["end_unit"]
+        return f"interval {start}" if start == end else f"interval {start} to {end}"
+    collation = described.get("collation", "UTF8_BINARY")
+    return kind if collation == "UTF8_BINARY" else f"{kind} collate {collation}"
+
+
+def _field_name(name: str) -> str:
+    return name if _PLAIN_NAME.fullmatch(name) else quoted_identifier(name)
+
+
 def quoted_table(table: str) -> str:
     """`schema.table` with each part quoted (names never hold a dot: dbt and naming.py
     make them).
