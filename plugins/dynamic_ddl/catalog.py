@@ -114,40 +114,46 @@ def partition_columns(sql: Sql, table: str) -> list[str]:
     """A table's partition columns, in order (none when it is missing or unpartitioned)."""
     if not table_exists(sql, table):
         return []
-    return described(sql, table)[1]
+    rows = [(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")]
+    return describe_sections(rows)[1]  # no column types: no second describe
 
 
 def described(sql: Sql, table: str) -> tuple[list[tuple[str, str]], list[str]]:
     """One `describe` of an existing table: its (name, type) columns, partition columns
     included, in order; and its partition columns, in order (see describe_sections).
-    A struct's type is written as DDL reads it back (sql_text.ddl_type)."""
+    A struct's type is written as DDL reads it back (struct_types_for_ddl)."""
     rows = [(row[0], row[1]) for row in sql(f"describe {quoted_table(table)}")]
     columns, partitions = describe_sections(rows)
-    if any("struct<" in data_type for _, data_type in columns):
-        columns = _struct_types_for_ddl(sql, table, columns)
-    return columns, partitions
+    return struct_types_for_ddl(sql, table, columns), partitions
 
 
-def _struct_types_for_ddl(
+def struct_types_for_ddl(
     sql: Sql, table: str, columns: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
-    """`columns` with each type that holds a struct written from `describe ... as json`,
-    whose field names are exact: `describe` writes `struct<a-b:int>`, which DDL cannot
-    read, and `struct<c:d:int>`, which it reads wrongly."""
+    """`columns` ((name, type) as `describe` writes them), with each type holding a
+    struct whose field names need quotes written from `describe ... as json`
+    (sql_text.ddl_type): `describe` writes `struct<a-b:int>`, which DDL cannot read,
+    and `struct<c:d:int>`, which it reads wrongly. No statement when no type holds a
+    struct; `describe`'s text where no name needs quotes (its JSON reads a char(3)
+    inside a table's struct as string)."""
+    if not any("struct<" in data_type for _, data_type in columns):
+        return columns
     text = sql(f"describe table extended {quoted_table(table)} as json")[0][0]
     types = {column["name"]: column["type"] for column in json.loads(text)["columns"]}
     return [
-        (name, _ddl_type_or(types[name], data_type) if "struct<" in data_type else data_type)
+        (name, _quoted_ddl_type_or(types[name], data_type) if "struct<" in data_type else data_type)
         for name, data_type in columns
     ]
 
 
-def _ddl_type_or(described: dict[str, Any], written: str) -> str:
-    """ddl_type, or `describe`'s text for a type of a shape it does not know."""
+def _quoted_ddl_type_or(described: dict[str, Any], written: str) -> str:
+    """ddl_type where it quotes a name, else `describe`'s text (also for a type of a
+    shape ddl_type does not know)."""
     try:
-        return ddl_type(described)
+        rendered = ddl_type(described)
     except KeyError:
         return written
+    return rendered if "`" in rendered else written
 
 
 def describe_sections(rows: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[str]]:

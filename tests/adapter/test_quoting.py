@@ -7,7 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import (
+    get_connection,
+    get_relation_columns,
+    relation_from_name,
+    run_dbt,
+    run_dbt_and_capture,
+)
 
 from dynamic_ddl.sql_text import quoted_identifier
 from tests.adapter.targets import WithProjectMacros
@@ -34,6 +40,10 @@ class TestQuoting(WithProjectMacros):
                 "hostile_names.sql": _model(),
                 "x_then_null.sql": "select 'x' as a, cast(null as string) as b",
                 "null_then_x.sql": "select cast(null as string) as a, 'x' as b",
+                "hostile_struct.sql": (
+                    "select named_struct('a-b', 1, 'c:d', array(named_struct('x y', 'z'))) as s,"
+                    " named_struct('plain', 1) as p"
+                ),
             }
         }
 
@@ -41,7 +51,7 @@ class TestQuoting(WithProjectMacros):
         """Found by review: dbt-spark's quote wrapped a name in backquotes as it was, so
         `we`ird` ended the identifier early: the model failed to parse, and
         `table_checksums` failed on any table with such a column."""
-        assert len(run_dbt(["run"])) == 3
+        assert len(run_dbt(["run"])) == 4
         table = f"{project.test_schema}.hostile_names"
         assert spark.table(table).columns == NAMES
         assert spark.table(table).first() == tuple(range(len(NAMES)))
@@ -64,6 +74,30 @@ class TestQuoting(WithProjectMacros):
         # Found by review: xxhash64 skips NULLs, so a value in the wrong one of two
         # columns of a type hashed the same.
         assert printed["x_then_null"]["checksum"] != printed["null_then_x"]["checksum"]
+
+    def test_a_structs_type_is_listed_as_ddl_reads_it(self, project, spark):
+        """Found by review: dbt's column listing gave a struct's type as `describe` writes
+        it (`struct<a-b:int,...>`), and snapshots and on_schema_change wrote that into SQL
+        (`cast(null as ...)`), which failed. Plain names keep `describe`'s text."""
+        run_dbt(["run", "--select", "hostile_struct"])
+        types = {
+            name: kind for name, kind, _ in get_relation_columns(project.adapter, "hostile_struct")
+        }
+        assert types["p"] == "struct<plain:int>"
+        assert types["s"] == "struct<`a-b`:int,`c:d`:array<struct<`x y`:string>>>"
+        table = f"{project.test_schema}.hostile_struct"
+        columns = spark.table(table).columns
+        casts = ", ".join(f"cast(null as {types[name]}) as {name}" for name in columns)
+        cast = spark.sql(f"select {casts}").schema.simpleString()
+        assert cast == spark.table(table).schema.simpleString()
+        # A temporary view, as dbt names its `__dbt_tmp` relations: without the schema.
+        spark.sql("select named_struct('a-b', 1) as s").createOrReplaceTempView("struct_tmp")
+        view = relation_from_name(project.adapter, "hostile_struct").incorporate(
+            path={"identifier": "struct_tmp"}
+        )
+        with get_connection(project.adapter):
+            listed = project.adapter.get_columns_in_relation(view.include(schema=False))
+        assert [(c.name, c.dtype) for c in listed] == [("s", "struct<`a-b`:int>")]
 
     def test_a_layer_or_argument_that_names_nothing_is_refused(self, project):
         """Found by review: a misspelled layer printed {}, so two engines "agreed"."""

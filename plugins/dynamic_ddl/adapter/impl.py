@@ -27,7 +27,7 @@ from dynamic_ddl.adapter.discovered_columns import (
     registry_query,
 )
 from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
-from dynamic_ddl.catalog import is_heading, read_settled
+from dynamic_ddl.catalog import is_heading, read_settled, struct_types_for_ddl
 from dynamic_ddl.sql_text import quoted_identifier
 
 
@@ -64,6 +64,13 @@ class DynamicSparkAdapter(SparkAdapter):
         position = self.find_table_information_separator(rows)
         metadata = {row["col_name"]: row["data_type"] for row in rows[position + 1 :]}
         owner, stats = metadata.get(KEY_TABLE_OWNER), metadata.get(KEY_TABLE_STATISTICS)
+        # As DDL reads them back: snapshots and on_schema_change write these types into
+        # SQL (`cast(null as struct<a-b:int>)` failed; found by review).
+        columns = struct_types_for_ddl(
+            self._fetch_rows,
+            _described_name(relation),
+            [(row["col_name"], row["data_type"]) for row in rows[:position]],
+        )
         return [
             SparkColumn(
                 table_database=None,
@@ -72,11 +79,11 @@ class DynamicSparkAdapter(SparkAdapter):
                 table_type=relation.type,
                 table_owner=str(owner),
                 table_stats=SparkColumn.convert_table_stats(stats),
-                column=row["col_name"],
+                column=name,
                 column_index=index,
-                dtype=row["data_type"],
+                dtype=data_type,
             )
-            for index, row in enumerate(rows[:position])
+            for index, (name, data_type) in enumerate(columns)
         ]
 
     @staticmethod
@@ -725,6 +732,15 @@ def _day_paths(spec: Any, recomputed: tuple) -> list[str]:
             " name of the day (partition_column=...), or recompute what each partition holds."
         )
     return [partition_path(spec.partition_by, [day]) for day in days]
+
+
+def _described_name(relation: Any) -> str:
+    """A relation as dbt's `describe` names it: a temporary view, rendered without its
+    schema (`__dbt_tmp`), by its name alone (found by review: named in the schema, it
+    was not found, and dbt took that for a relation with no column)."""
+    if relation.schema and relation.include_policy.schema:
+        return _table_name(relation)
+    return relation.identifier
 
 
 def _table_name(relation: Any) -> str:
