@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from dynamic_ddl.ingest.__main__ import check, main
 from dynamic_ddl.ingest.topics import ConfigError, InboxError, parse_topics, topic_files
@@ -160,6 +161,26 @@ def test_limits_and_settings_a_dbt_run_passes_are_checked_naming_the_fix(setting
     config = {**VALID, "record_key": ["id"], "event_time": "ts", **settings}
     with pytest.raises(ConfigError, match=message):
         IngestSettings.from_config(config)
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({"max_line_bytes": 2**25}, "max_line_bytes must be a whole number from 1 to 16777216"),
+        ({"max_depth": 0}, "max_depth must be a whole number from 1 to 32, not 0"),
+        ({"max_batch_mb": 1.5}, "max_batch_mb must be a whole number >= 1, not 1.5"),
+    ],
+)
+def test_raw_limits_out_of_bounds_fail_make_topics_as_they_fail_a_run(tmp_path, limits, message):
+    """`make topics` and `make lint` (raw_models.sync) check the values of vars.raw_limits
+    as every raw model's run does: found by review, they checked only the names."""
+    from dynamic_ddl.ingest.raw_models import sync
+
+    topics = {"t": {"record_key": "id", "event_time": "ts"}}
+    project = {"name": "p", "vars": {"raw_topics": topics, "raw_limits": limits}}
+    (tmp_path / "dbt_project.yml").write_text(yaml.safe_dump(project))
+    with pytest.raises(ConfigError, match=rf"vars.raw_limits .*{message}"):
+        sync(tmp_path, check=True)
 
 
 def test_one_pinned_path_is_a_path_and_raw_limits_are_checked_by_make_topics():

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dynamic_ddl.ingest.settings import RawLimits
 from dynamic_ddl.ingest.topics import load_project_vars, parse_topics
 
 RAW_MODELS_DIR = Path("python_models") / "raw"
@@ -148,6 +149,8 @@ def sync(project_dir: Path, check: bool = False) -> SyncReport:
     """
     project_vars = load_project_vars(project_dir)
     topics = parse_topics(project_vars)
+    # Checked here too, or `make lint` passed what every raw model's run refuses.
+    RawLimits.from_config(project_vars.get("raw_limits") or {})
     report = SyncReport()
     wanted = {model_file(project_dir, name): name for name in topics}
     for path, name in sorted(wanted.items()):

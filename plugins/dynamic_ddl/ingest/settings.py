@@ -43,6 +43,51 @@ MODEL_SETTINGS = {
 }
 
 
+LIMITS_WHERE = "vars.raw_limits in dbt_project.yml"
+
+
+@dataclass(frozen=True)
+class RawLimits:
+    """`vars.raw_limits`, each within its bounds: checked by every raw model's run and by
+    `make topics`/`make lint` (raw_models.sync) alike."""
+
+    lines: LineLimits
+    max_columns: int
+    batches: BatchLimits
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> RawLimits:
+        """The limits `config` sets (the rest their defaults); a value out of bounds is
+        an error naming the setting and its bounds.
+
+        Example:
+            >>> RawLimits.from_config({"max_line_bytes": 2**30})  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            dynamic_ddl.ingest.topics.ConfigError: ... max_line_bytes must be ... to 16777216, ...
+        """
+        where = LIMITS_WHERE
+        return cls(
+            lines=LineLimits(
+                # A longer line would be held whole by Spark (see ledger.READ_LINE_LIMIT).
+                max_line_bytes=whole_number(
+                    config, "max_line_bytes", where, 1, LineLimits.max_line_bytes, READ_LINE_LIMIT
+                ),
+                max_depth=whole_number(
+                    config, "max_depth", where, 1, LineLimits.max_depth, MAX_DEPTH
+                ),
+            ),
+            max_columns=whole_number(config, "max_columns", where, 1, 500),
+            batches=BatchLimits(
+                max_files=whole_number(config, "max_batch_files", where, 1, BatchLimits.max_files),
+                max_bytes=whole_number(
+                    config, "max_batch_mb", where, 1, BatchLimits.max_bytes >> 20
+                )
+                << 20,
+            ),
+        )
+
+
 @dataclass(frozen=True)
 class IngestSettings:
     """Everything one raw model needs to know, from dbt_project.yml and the model."""
@@ -68,8 +113,7 @@ class IngestSettings:
         check_raw_table_name(config["table"], where)
         # The same checks as parse_topics' (make topics, make run), for a dbt run alone.
         refuse_unknown_settings(config.get("topic_settings", ()), TOPIC_SETTINGS, where)
-        limited = "vars.raw_limits in dbt_project.yml"
-        refuse_unknown_settings(set(config) - MODEL_SETTINGS, LIMIT_SETTINGS, limited)
+        refuse_unknown_settings(set(config) - MODEL_SETTINGS, LIMIT_SETTINGS, LIMITS_WHERE)
         topic = TopicConfig(
             name=config["topic"],
             record_key=_paths(config.get("record_key")),
@@ -83,31 +127,15 @@ class IngestSettings:
         )
         if not topic.record_key or not topic.event_time:
             raise ConfigError(f"{where}: record_key and event_time must name JSON paths.")
-        limits = LineLimits(
-            # A longer line would be held whole by Spark (see ledger.READ_LINE_LIMIT).
-            max_line_bytes=whole_number(
-                config, "max_line_bytes", limited, 1, LineLimits.max_line_bytes, READ_LINE_LIMIT
-            ),
-            max_depth=whole_number(
-                config, "max_depth", limited, 1, LineLimits.max_depth, MAX_DEPTH
-            ),
-        )
+        limits = RawLimits.from_config(config)
         return cls(
             topic=topic,
             inbox=inbox if inbox.is_absolute() else project_root() / inbox,
             table=f"{config['schema']}.{config['table']}",
             bookkeeping=BookkeepingTables.in_schema(config["schema"]),
-            limits=limits,
-            max_columns=whole_number(config, "max_columns", limited, 1, 500),
-            batch_limits=BatchLimits(
-                max_files=whole_number(
-                    config, "max_batch_files", limited, 1, BatchLimits.max_files
-                ),
-                max_bytes=whole_number(
-                    config, "max_batch_mb", limited, 1, BatchLimits.max_bytes >> 20
-                )
-                << 20,
-            ),
+            limits=limits.lines,
+            max_columns=limits.max_columns,
+            batch_limits=limits.batches,
             lock=LockSettings.from_env(config.get("lock_wait_seconds")),
             compaction=CompactionPolicy.from_config(config, f"model {config['table']}"),
         )
