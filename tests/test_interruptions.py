@@ -22,6 +22,7 @@ import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import RETIRED_SUFFIX, local_path, spark_sql, table_location
+from dynamic_ddl.ingest import ledger
 from dynamic_ddl.ingest.bookkeeping import (
     BookkeepingTables,
     bookkeeping_ddl,
@@ -53,9 +54,13 @@ TOPIC = {
     "event_time": "ts",
     "schema_mode": {"extra": "discard_value"},
 }
+# Spark's line limit (ledger.READ_LINE_LIMIT, 16 MiB) made small for every case here:
+# BATCH_1's second line is past it, so its file is read through a copy
+# (inbox_links.copy_cutting_long_lines), which every raw step's kill then meets.
+READ_LINE_LIMIT = 200
 BATCH_1 = [
     '{"id": "1", "ts": "2026-11-01T08:00:00Z", "n": 1, "s": "a", "tags": [{"k": "w"}]}',
-    '{"id": "2", "ts": "2026-11-02T08:00:00Z", "n": 2, "s": "b"}',
+    '{"id": "2", "ts": "2026-11-02T08:00:00Z", "n": 2, "s": "' + "b" * READ_LINE_LIMIT + '"}',
     "not json",
 ]
 # Brings text to n (a bigint column: its __text companion is added), adds a column,
@@ -81,6 +86,11 @@ VOLATILE = {
     "first_seen_batch",
     "last_seen_batch",
 }
+
+
+@pytest.fixture(autouse=True)
+def small_read_line_limit(monkeypatch):
+    monkeypatch.setattr(ledger, "READ_LINE_LIMIT", READ_LINE_LIMIT)
 
 
 def _rows(spark, table: str) -> list[tuple]:
