@@ -382,6 +382,28 @@ def test_event_times_as_feeds_send_them_get_their_date(spark, tmp_path):
     }
 
 
+def test_a_misspelt_event_time_or_record_key_is_named_in_a_warning(spark, tmp_path, caplog):
+    """Found by review: event_time naming no key left every row's _event_date NULL, and a
+    record_key naming none every child row's parent key, without a word."""
+    lines = ['{"id": 1, "log": {"ts": "2026-11-01T10:00:00Z"}, "items": [{"n": 1}]}']
+    write_lines(tmp_path, "a.json", lines)
+    summaries, warnings = ingest_with_warnings(
+        spark, "hostile_misspelt", tmp_path, caplog, record_key=["ID"], event_time="log.tss"
+    )
+    assert summaries[0].raw_rows == 1  # the row is kept all the same
+    named = sorted({w for w in warnings if "no line of batch" in w})  # event_time first
+    assert len(named) == 2, warnings
+    assert "event_time `log.tss` (every _event_date is NULL; did you mean `log.ts`?)" in named[0]
+    assert "record_key `ID` (child rows' _parent_ keys are NULL" in named[1]
+    assert "vars.raw_topics.feed" in named[0]
+    write_lines(tmp_path, "b.json", lines)
+    caplog.clear()
+    summaries, warnings = ingest_with_warnings(
+        spark, "hostile_misspelt", tmp_path, caplog, record_key=["id"], event_time="log.ts"
+    )
+    assert summaries[0].raw_rows == 1 and not [w for w in warnings if "no line of batch" in w]
+
+
 def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
     path = write_lines(tmp_path, "a.json", ['{"id": 1}', '{"id": 2}', '{"id": 3}'])
     ingest(spark, "hostile_grown", tmp_path)

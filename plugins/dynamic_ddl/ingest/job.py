@@ -102,7 +102,7 @@ from dynamic_ddl.ingest.planning import (
     timestamp_text_paths,
 )
 from dynamic_ddl.ingest.raw_rows import BatchContext
-from dynamic_ddl.ingest.settings import IngestSettings, dotted
+from dynamic_ddl.ingest.settings import IngestSettings, dotted, unmatched_key_paths
 from dynamic_ddl.ingest.staging import cut_lines_unmeasured, stage_batch, staging_location
 from dynamic_ddl.ingest.tables import drop_batch_partitions, remove_local_dir
 from dynamic_ddl.ingest.topics import ConfigError, TopicConfig
@@ -354,6 +354,11 @@ def ingest_batch(spark: SparkSession, settings: IngestSettings, batch: Batch) ->
     # an accepted record holds a value there; the cap ranks by that count.
     new_paths = {path for plan in draft.values() for path in plan.new_paths()}
     seen = {leaf.path: leaf.data_type.simpleString() for leaf in all_leaves(inferred)}
+    for unmatched in unmatched_key_paths(topic, seen):
+        PROGRESS.warning(
+            f"{settings.table}: no line of batch {batch.batch_id} holds the {unmatched};"
+            f" if the path is misspelt, fix vars.raw_topics.{topic.name} in dbt_project.yml"
+        )
     # Where the modes send what would change the schema (none on a topic's first batch).
     # Never the record key: a child row's `_parent_` key must join its parent's (found by
     # review: a routed key was NULL in raw and kept in the child rows).

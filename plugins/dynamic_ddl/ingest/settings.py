@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,3 +158,27 @@ def _paths(value: Any) -> tuple[str, ...]:
 def dotted(path: str) -> JsonPath:
     """A configured JSON path (`_data.log_ts`) as keys."""
     return tuple(path.split("."))
+
+
+def unmatched_key_paths(topic: TopicConfig, paths: Collection[JsonPath]) -> list[str]:
+    """The topic's event_time and record_key paths that are none of `paths` (a batch's),
+    each said with what it leaves NULL and the closest path the batch has: a misspelt
+    path otherwise leaves every row's `_event_date` NULL without a word.
+
+    Example:
+        >>> topic = TopicConfig("t", ("id",), "_data.log_ts")
+        >>> unmatched_key_paths(topic, {("id",), ("_data", "logts")})
+        ['event_time `_data.log_ts` (every _event_date is NULL; did you mean `_data.logts`?)']
+    """
+    present = [".".join(path) for path in paths]
+    named = [("event_time", topic.event_time, "every _event_date is NULL")] + [
+        ("record_key", path, "child rows' _parent_ keys are NULL") for path in topic.record_key
+    ]
+    unmatched = []
+    for setting, path, effect in named:
+        if dotted(path) in paths:
+            continue
+        close = difflib.get_close_matches(path, present, n=1)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        unmatched.append(f"{setting} `{path}` ({effect}{hint})")
+    return unmatched
