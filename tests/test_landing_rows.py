@@ -25,6 +25,9 @@ def test_a_delete_marker_raw_kept_as_text_deletes_and_its_companion_is_dropped(s
             ("d", at, None, "maybe", "photo", "b1", "b1", None),
             ("e", at, None, None, "photo", "b1", "b1", None),
             ("f", at, None, "2.5", "photo", "b1", "b1", None),
+            # No key: raw keeps it, landing leaves it out (upserted, all such rows were
+            # one with a NULL key, failing the key's not_null test at every build).
+            (None, at, None, None, "photo", "b1", "b1", None),
         ],
         RAW,
     )

@@ -3,7 +3,7 @@
 Each run takes only the raw batches this table has not seen, and the
 `upsert` strategy keeps the latest `updated_at` per serial, rewriting only
 the serial buckets that change. A state with `deleted: true` (a device
-decommissioned) removes the device.
+decommissioned) removes the device. A state without a serial stays in raw only.
 """
 
 from dynamic_ddl.landing.rows import landing_rows, unseen_batches

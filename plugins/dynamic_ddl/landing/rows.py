@@ -62,7 +62,9 @@ def landing_rows(
     schema/event_time.py reads it; a value it cannot read gives NULL (its raw
     row keeps the text); a row without an event time loses to any row with one.
     Other columns pass through with their companions: read them as
-    `exact_column` reads raw.
+    `exact_column` reads raw. A row without a key stays in raw only, as in the SQL
+    landing models: upserted, every such row became one row with a NULL key, which
+    the key's not_null test failed at every build from then on (found by review).
     """
     marked = [] if delete_marker is None else [delete_marker, text_column(delete_marker)]
     key_text = F.expr(_as_text_sql(raw, key))
@@ -84,7 +86,7 @@ def landing_rows(
             if c in raw.columns
         ]
         marker = [F.coalesce(*sent, F.lit(False)).alias(delete_marker)]
-    return raw.select(
+    return raw.where(key_text.isNotNull()).select(
         *[read[c].alias(c) if c in read else F.col(c) for c in kept],
         *marker,
         F.pmod(F.xxhash64(key_text), F.lit(buckets)).cast("int").alias(f"{key}_bucket"),
