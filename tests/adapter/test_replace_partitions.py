@@ -153,15 +153,16 @@ class ChangedDaysProject:
         )
         project.run_sql(f"insert into {project.test_schema}.events values {values}")
 
-
-class TestADayLeftWithoutEvents(ChangedDaysProject):
-    FACTS = {"daily.sql": DAILY_OF_CHANGED_DAYS}
-
-    def _rows(self, project, table: str, columns: str) -> list[tuple]:
+    @staticmethod
+    def _rows(project, table: str, columns: str) -> list[tuple]:
         rows = project.run_sql(
             f"select {columns} from {project.test_schema}.{table} order by 1, 2", fetch="all"
         )
         return [tuple(r) for r in rows]
+
+
+class TestADayLeftWithoutEvents(ChangedDaysProject):
+    FACTS = {"daily.sql": DAILY_OF_CHANGED_DAYS}
 
     def test_a_correction_that_moves_a_days_only_event_empties_that_day(self, project):
         self._events(project, "('e1', 1, '1.0', 'd1'), ('e2', 1, '1.0', 'd2')")
@@ -178,6 +179,58 @@ class TestADayLeftWithoutEvents(ChangedDaysProject):
         # A run with nothing new changes nothing.
         run_dbt(["run"])
         assert self._rows(project, "daily", "day, firmware, events") == [("d2", "1.0", 2)]
+
+
+class TestAPendingUpstreamCommit(ChangedDaysProject):
+    FACTS = {"daily.sql": DAILY_OF_CHANGED_DAYS}
+
+    def test_a_commit_left_pending_upstream_is_never_read_half(self, project, spark):
+        """Found by review: a commit of the upstream killed after its partitions moved
+        (before its log line) showed its rows in the days an earlier commit had changed;
+        the daily count read them, stored the pending commit's id, and once the commit
+        was finished its other days never counted as changed: wrong for good. The
+        daily count now refuses while a commit is pending, naming the fix."""
+        from dynamic_ddl import steps
+        from dynamic_ddl.catalog import spark_sql
+        from dynamic_ddl.upsert.protocol import upsert
+        from dynamic_ddl.upsert.spec import UpsertSpec
+
+        self._events(project, "('e1', 1, '1.0', 'd1'), ('e2', 1, '1.0', 'd2')")
+        run_dbt(["run"])
+        self._events(project, "('e3', 1, '1.0', 'd1')")
+        run_dbt(["run", "-s", "placed_events"])  # d1 changed; the daily count not run
+        # A commit of e4 (d1) and e5 (d2), killed before its log line, as a run of
+        # placed_events would write it (the source holds both for the next run).
+        late = "('e4', 1, '2.0', 'd1'), ('e5', 1, '2.0', 'd2')"
+        self._events(project, late)
+        spark.sql(
+            f"create or replace temporary view late_events as select * from values {late}"
+            " as t(id, rev, firmware, day)"
+        )
+        spec = UpsertSpec(
+            f"{project.test_schema}.placed_events", ("id",), "rev", ("day",), global_key=True
+        )
+        with (
+            pytest.raises(steps.Interrupted),
+            steps.hooked(steps.interrupt_on("upsert.log_committed")),
+        ):
+            upsert(spark_sql(spark), spec, "late_events")
+
+        failed = run_dbt(["run", "-s", "daily"], expect_pass=False)
+        message = failed.results[0].message
+        assert "has a commit under way" in message and "dbt run -s placed_events" in message
+        run_dbt(["run", "-s", "placed_events"])  # finishes or undoes it, then takes e4, e5
+        run_dbt(["run", "-s", "daily"])
+        columns = "day, firmware, events"
+        incremental = self._rows(project, "daily", columns)
+        assert incremental == [
+            ("d1", "1.0", 2),
+            ("d1", "2.0", 1),
+            ("d2", "1.0", 1),
+            ("d2", "2.0", 1),
+        ]
+        run_dbt(["run", "-s", "daily", "--full-refresh"])
+        assert self._rows(project, "daily", columns) == incremental
 
 
 # Whole days recomputed into partitions of a month: the month's other days would go.

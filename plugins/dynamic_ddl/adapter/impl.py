@@ -572,12 +572,23 @@ class DynamicSparkAdapter(SparkAdapter):
         """
         from dynamic_ddl.catalog import table_columns
         from dynamic_ddl.sql_text import rows_predicate
-        from dynamic_ddl.upsert.increments import changed_days, greatest_value
+        from dynamic_ddl.upsert.increments import (
+            changed_days,
+            committed_rows_predicate,
+            finished_commits,
+            greatest_value,
+        )
         from dynamic_ddl.upsert.spec import UpsertSpec
 
         _RECOMPUTED_DAYS.pop(_table_name(this), None)
+        upstream = self._existing_upsert(relation)
+        try:  # this model stores the newest commit it read: never one half written
+            state = finished_commits(self._fetch_rows, upstream, f"{this}")
+        except ValueError as error:
+            raise CompilationError(str(error)) from None
+        committed = committed_rows_predicate(state, qualifier)
         if not incremental:
-            return "true"
+            return committed
         stored = {name.lower() for name, _ in table_columns(self._fetch_rows, _table_name(this))}
         if commit_column.lower() not in stored:
             raise CompilationError(
@@ -586,13 +597,13 @@ class DynamicSparkAdapter(SparkAdapter):
                 f" Rebuild it once: dbt run --full-refresh -s {this.identifier}"
             )
         seen = greatest_value(self._fetch_rows, UpsertSpec(_table_name(this)), commit_column)
-        upstream = self._existing_upsert(relation)
         try:
-            days = changed_days(self._fetch_rows, upstream, day_column, seen)
+            days = changed_days(self._fetch_rows, upstream, day_column, seen, state)
         except ValueError as error:
             raise CompilationError(str(error)) from None
         _RECOMPUTED_DAYS[_table_name(this)] = (partition_column or day_column, days)
-        return rows_predicate([day_column], [(day,) for day in days], qualifier)
+        listed = rows_predicate([day_column], [(day,) for day in days], qualifier)
+        return f"({listed} and {committed})"
 
     @available
     def refuse_rebuild_over_savepoints(self, target: Any) -> None:

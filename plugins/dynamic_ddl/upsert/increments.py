@@ -87,13 +87,53 @@ def changed_since_filter(sql: Sql, upstream: UpsertSpec, qualifier: str, seen: A
     return "(" + " and ".join(terms) + ")"
 
 
-def changed_days(sql: Sql, upstream: UpsertSpec, day_column: str, seen: Any) -> list[Any]:
+def finished_commits(sql: Sql, upstream: UpsertSpec, reader: str) -> TableState:
+    """The upstream's state for a model that recomputes what it reads and stores the
+    newest commit id it saw (rows_of_changed_days): ValueError naming the fix while a
+    commit of the upstream is pending (under way, or left by a killed run).
+
+    Found by review: such a commit's first partitions already read its rows, so
+    the model stored its id, and once the commit was finished its other days
+    never counted as changed: wrong for good."""
+    state = table_state(sql, upstream)
+    if state.pending is not None:
+        model = upstream.target.split(".")[-1]
+        raise ValueError(
+            f"{reader}: {upstream.target} has a commit under way, or left by a killed run"
+            f" ({state.pending.commit_id}), of which some partitions show the rows already."
+            f" Run its model first (dbt run -s {model}: it finishes or undoes the commit),"
+            " or wait for the run that is writing it; then run this model."
+        )
+    return state
+
+
+def committed_rows_predicate(state: TableState, qualifier: str) -> str:
+    """The rows of commits the log shows finished (`qualifier`.`_commit_id` up to the
+    newest version): a commit started after the state was read is read the next time
+    (changed_since_filter has the same bound). `true` when the log holds no commit (a
+    table never upserted is read as it is).
+
+    Example:
+        >>> committed_rows_predicate(TableState(), "t")
+        'true'
+    """
+    last = max(state.versions.values(), default=None)
+    if last is None:
+        return "true"
+    return f"{qualifier}.{quoted_identifier(COMMIT_ID)} <= {sql_literal(last)}"
+
+
+def changed_days(
+    sql: Sql, upstream: UpsertSpec, day_column: str, seen: Any, state: TableState | None = None
+) -> list[Any]:
     """The values of the upstream's partition column `day_column` in its partitions that
-    changed after commit `seen` (all of them when `seen` is None), None for NULL.
+    changed after commit `seen` (all of them when `seen` is None), None for NULL;
+    `state`: the upstream's (finished_commits), read here when not given.
 
     A partition changes when it reads a newer version: new rows, rows that
     moved away, deletes; an emptied partition reads an empty version, so it
-    is found too. Raises ValueError when `day_column` is no partition column.
+    is found too. Raises ValueError when `day_column` is no partition column,
+    or while a commit of the upstream is pending (finished_commits).
     """
     names = [c.lower() for c in upstream.partition_by]
     if day_column.lower() not in names:
@@ -107,6 +147,8 @@ def changed_days(sql: Sql, upstream: UpsertSpec, day_column: str, seen: Any) -> 
         refuse_while_repartitioning(sql, upstream, f"rows_of_changed_days({upstream.target})")
     except UpsertError as error:
         raise ValueError(str(error)) from None
-    paths = changed_partitions(table_state(sql, upstream), str(seen) if seen else "")
+    if state is None:
+        state = finished_commits(sql, upstream, f"rows_of_changed_days({upstream.target})")
+    paths = changed_partitions(state, str(seen) if seen else "")
     days = {path_values(path)[index] for path in paths}
     return sorted((None if day == NULL_PARTITION else day for day in days), key=str)
