@@ -38,7 +38,10 @@
             one, so the table can be read as of any time in them (default: none)
         partial_updates: true when rows carry some of a key's columns (pivoted
             attributes split across batches): per column, the newest row holding
-            a value wins; a NULL keeps the stored value
+            a value wins; a NULL keeps the stored value. The stored row keeps one
+            ordering value (its newest): use an ordering_field that grows with
+            arrival (a batch id), or a late row older than the stored one loses
+            even a column whose stored value came from an older row still
         on_schema_change: ignore (default), append_new_columns or fail
         incremental_predicates: stored rows failing them (the table is aliased
             DBT_INTERNAL_DEST) take no part in the merge and are kept as they are
