@@ -22,7 +22,9 @@ daily as (
         media.event_date,
         media.media_type,
         count(*) as media_count,
-        sum(media.size_bytes) / power(1024, 3) as size_gib,
+        {#- As decimal: a bigint sum of sizes a device sent near 2^63 overflowed (ANSI),
+            and the model failed at every run. #}
+        sum(cast(media.size_bytes as decimal(38, 0))) / power(1024, 3) as size_gib,
         sum(media.duration_s) as duration_s,
         max(media._commit_id) as _source_commit_id
 
