@@ -183,6 +183,47 @@ class TestUpsertChecksItsContractOnEveryRun:
         assert "contract" in message and "label" in message
 
 
+STRICT_MODEL = """
+{{ config(materialized='incremental', incremental_strategy='upsert',
+          unique_key='id', ordering_field='ts', on_schema_change='fail') }}
+select 1 as id, cast(2 as bigint) as ts, %s
+"""
+
+
+class TestFailOnAnySchemaChange:
+    """on_schema_change='fail' fails on any change, as dbt means it: found by review, a
+    column retyped was cast into the stored type (1.5 stored as 1) and one dropped was
+    written NULL, silently; only an added column failed."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self):
+        return session_profile()
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"strict.sql": STRICT_MODEL % "cast(7 as bigint) as amount, 'a' as label"}
+
+    @pytest.mark.parametrize(
+        ("columns", "change"),
+        [
+            ("cast(7.5 as double) as amount, 'a' as label", "amount is double, stored as bigint"),
+            ("cast(7 as bigint) as amount", "lacks label"),
+            ("cast(7 as bigint) as amount, 'a' as label, 1 as extra", "adds extra"),
+        ],
+    )
+    def test_a_changed_column_fails_the_run_and_changes_nothing(self, project, columns, change):
+        model = project.project_root / "models" / "strict.sql"
+        model.write_text(STRICT_MODEL % "cast(7 as bigint) as amount, 'a' as label", "utf-8")
+        run_dbt(["run"])
+        model.write_text(STRICT_MODEL % columns, "utf-8")
+        result = run_dbt(["run"], expect_pass=False)
+        assert change in result.results[0].message
+        rows = project.run_sql(
+            f"select amount, label from {project.test_schema}.strict", fetch="all"
+        )
+        assert [tuple(row) for row in rows] == [(7, "a")]
+
+
 REFRESHED_MODEL = """
 {{ config(materialized='incremental', incremental_strategy='upsert', file_format='parquet',
           unique_key='id', ordering_field='version', partition_by=['day'],

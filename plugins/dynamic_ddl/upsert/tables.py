@@ -97,16 +97,49 @@ def ensure_tables(
     ]
     known = {n.lower() for n, _ in existing}
     new = [(n, t) for n, t in data if n.lower() not in known]
-    if new and spec.on_schema_change == "fail":
-        raise UpsertError(
-            f"The model's result has columns {spec.target} lacks: {', '.join(n for n, _ in new)}."
-            " Set on_schema_change='append_new_columns' to add them, or run with --full-refresh."
-        )
+    if spec.on_schema_change == "fail":
+        refuse_schema_change(spec.target, existing, data)
     if new and spec.on_schema_change == "append_new_columns":
         for table in (spec.versions, spec.target):
             add_missing_columns(sql, table, new)
         return existing + new
     return existing
+
+
+def refuse_schema_change(
+    target: str, stored: list[tuple[str, str]], source: list[tuple[str, str]]
+) -> None:
+    """UpsertError naming every column the model's result adds, lacks or gives another
+    type than `target` stores (on_schema_change='fail', as dbt means it: any change).
+
+    Found by review: only added columns failed; a retyped one was cast into the
+    stored type (1.5 stored as 1), and a dropped one written NULL, silently.
+
+    Example:
+        >>> stored, source = [("a", "bigint"), ("b", "string")], [("A", "double")]
+        >>> refuse_schema_change("s.t", stored, source)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dynamic_ddl.upsert.spec.UpsertError: ...: lacks b; A is double, stored as bigint. Set ...
+    """
+    stored_types = {n.lower(): t.lower() for n, t in stored}
+    source_types = {n.lower(): t.lower() for n, t in source}
+    changes = []
+    if added := [n for n, _ in source if n.lower() not in stored_types]:
+        changes.append(f"adds {', '.join(added)}")
+    if lacked := [n for n, _ in stored if n.lower() not in source_types]:
+        changes.append(f"lacks {', '.join(lacked)}")
+    changes += [
+        f"{n} is {source_types[n.lower()]}, stored as {stored_types[n.lower()]}"
+        for n, _ in source
+        if n.lower() in stored_types and source_types[n.lower()] != stored_types[n.lower()]
+    ]
+    if changes:
+        raise UpsertError(
+            f"The model's result differs from {target}'s columns (on_schema_change='fail'):"
+            f" {'; '.join(changes)}. Set on_schema_change='append_new_columns' to add new"
+            " columns, or run with --full-refresh."
+        )
 
 
 def create_tables(
