@@ -427,6 +427,33 @@ def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
     assert (changed.input_lines, changed.raw_rows) == (1, 1)
 
 
+def test_a_file_rotated_to_a_json_name_is_taken_from_its_first_new_line(spark, tmp_path):
+    """Found by review: logrotate's dateext (`app.json` -> `app-20261128.json`, a new
+    `app.json` in its place) made the rotated file a new file: every line it held was
+    ingested again. Its lines past the committed version are taken (the one written
+    before the rotation), by their numbers in it, and the new file whole."""
+    schema = "hostile_rotated"
+    path = write_lines(tmp_path, "app.json", ['{"id": 1}', '{"id": 2}'])
+    ingest(spark, schema, tmp_path)
+    with open(path, "ab") as appending:
+        appending.write(b'{"id": 3}\n')
+    rotated = path.with_name("app-20261128.json")
+    path.rename(rotated)
+    write_lines(tmp_path, "app.json", ['{"id": 4}'])
+    ingest(spark, schema, tmp_path)
+    rows = spark.table(f"{schema}.raw_feed").select("id", "_source_file", "_line_number")
+    assert sorted(map(tuple, rows.collect())) == [
+        (1, str(path), 1),
+        (2, str(path), 2),
+        (3, str(rotated), 3),
+        (4, str(path), 1),
+    ]
+    assert_every_line_accounted_for(spark, schema)
+    entries = read_ledger(spark, f"{schema}.raw_file_ledger", "feed")
+    assert original_line(entries, str(rotated), 3) == b'{"id": 3}'
+    assert ingest(spark, schema, tmp_path) == []  # taken once
+
+
 def _appended_at(spark, schema: str, inbox: Path, step: str) -> None:
     """Ingest a 2-line file of `inbox` into `schema` while a producer appends a third line
     at `step`; then again: each line must be taken once, the third by the second run."""

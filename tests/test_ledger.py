@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import itertools
+import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -292,3 +293,75 @@ def test_the_longest_line_is_measured_across_read_chunks(tmp_path):
     plain.write_bytes(text)
     zipped.write_bytes(gzip.compress(text))
     assert fingerprint(plain).longest_line == fingerprint(zipped).longest_line == long
+
+
+def _commit_scan(tmp_path, ledger: list, run: int) -> dict[str, InboxFile]:
+    """Scan the `t` topic of `tmp_path` with `ledger`, commit every file found (as a run
+    does), and return what it found by file name."""
+    found = scan_inbox(tmp_path, "t", ledger)
+    for f in found:
+        entry = LedgerEntry(f.path, f.size, f.mtime, f.checksum, f.line_count, f"b{run}", COMMITTED)
+        ledger.append(dataclasses.replace(entry, first_line=f.first_line))
+    return {Path(f.path).name: f for f in found}
+
+
+def test_a_file_moved_renamed_or_rotated_is_taken_from_its_first_new_line(tmp_path, caplog):
+    """Found by review: a file renamed, moved to another folder or rotated to a name
+    ending in .json (logrotate's dateext) was a new file, and every line it held was
+    ingested again. A new path that starts with a committed version no path holds now
+    is that file moved: only the lines past that version are taken."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    ledger: list = []
+    (folder / "app.json").write_bytes(b'{"n": 1}\n{"n": 2}\n')
+    assert _commit_scan(tmp_path, ledger, 1)["app.json"].line_count == 2
+    # Renamed: nothing new.
+    (folder / "app.json").rename(folder / "app-1.json")
+    moved = _commit_scan(tmp_path, ledger, 2)["app-1.json"]
+    assert (moved.first_line, moved.line_count) == (3, 0)
+    assert "starts with the 2 lines of" in caplog.text
+    # Appended to, then rotated (dateext) into a folder, a new file in its place: the
+    # appended line is taken from the rotated file, the new file whole.
+    with open(folder / "app-1.json", "ab") as handle:
+        handle.write(b'{"n": 3}\n')
+    (folder / "2026").mkdir()
+    (folder / "app-1.json").rename(folder / "2026" / "app-20261128.json")
+    (folder / "app-1.json").write_bytes(b'{"n": 4}\n')
+    found = _commit_scan(tmp_path, ledger, 3)
+    rotated = found["app-20261128.json"]
+    assert (rotated.first_line, rotated.line_count) == (3, 1)
+    assert (found["app-1.json"].first_line, found["app-1.json"].line_count) == (1, 1)
+    # Copied and truncated (copytruncate) to a .json name: the copy's new lines only.
+    data = (folder / "app-1.json").read_bytes() + b'{"n": 5}\n'
+    (folder / "app-1.copy.json").write_bytes(data)
+    (folder / "app-1.json").write_bytes(b'{"n": 6}\n')
+    found = _commit_scan(tmp_path, ledger, 4)
+    assert (found["app-1.copy.json"].first_line, found["app-1.copy.json"].line_count) == (2, 1)
+    assert (found["app-1.json"].first_line, found["app-1.json"].line_count) == (1, 1)
+    # A copy while the file is still there is another file: taken whole; so is a file
+    # of the same bytes as one deleted, made anew (a rename keeps the time).
+    (folder / "again.json").write_bytes((folder / "app-1.json").read_bytes())
+    assert _commit_scan(tmp_path, ledger, 5)["again.json"].line_count == 1
+    (folder / "again.json").unlink()
+    (folder / "anew.json").write_bytes((folder / "app-1.json").read_bytes())
+    os.utime(folder / "anew.json", (1, 1))
+    assert _commit_scan(tmp_path, ledger, 51)["anew.json"].line_count == 1
+    # A .gz moved whole is the same file; a .gz is not followed as it grows.
+    (folder / "z.json.gz").write_bytes(gzip.compress(b'{"n": 7}\n'))
+    _commit_scan(tmp_path, ledger, 6)
+    (folder / "z.json.gz").rename(folder / "y.json.gz")
+    assert _commit_scan(tmp_path, ledger, 7)["y.json.gz"].line_count == 0
+
+
+def test_a_file_moved_while_its_last_line_was_cut_takes_that_line_again_whole(tmp_path):
+    """As a file that grew (test above): a version whose last line had no line end yet
+    is followed from that line when the bytes after it do not start with a line end."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    ledger: list = []
+    (folder / "a.json").write_bytes(b'{"n": 1}\n{"n"')
+    assert _commit_scan(tmp_path, ledger, 1)["a.json"].line_count == 2
+    (folder / "a.json").rename(folder / "b.json")
+    (folder / "b.json").write_bytes(b'{"n": 1}\n{"n": 2}\n{"n": 3}\n')
+    moved = _commit_scan(tmp_path, ledger, 2)["b.json"]
+    assert (moved.first_line, moved.line_count) == (2, 2)

@@ -24,15 +24,23 @@ makes the file a new file, read whole (gzip files included: their growth is
 not followed). The newest version, not the largest, is the one a file grows
 from: a file truncated and written again (logrotate's `copytruncate`) is
 followed from its new start.
+
+A file moved, renamed or rotated (logrotate's `dateext`: `app.json` ->
+`app-20261128.json`, a new `app.json` in its place) is known by its bytes:
+a new path that starts with the newest committed version of a path that no
+longer holds it (gone, truncated or rewritten) is that file, taken from its
+first new line as if it had grown in place (moved_from). A copy made while
+the original still holds its version is another file, read whole.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -120,6 +128,8 @@ class Fingerprint(NamedTuple):
     # The bytes of the longest line, exact when more than READ_LINE_LIMIT (else at least
     # those of the lines that cross a read chunk's end).
     longest_line: int = 0
+    # (size, checksum of the first `size` bytes) for each of the `other_sizes` asked.
+    sized_checksums: tuple[tuple[int, str], ...] = ()
 
 
 # The longest line Spark is given: Hadoop's reader holds a line whole in memory, and
@@ -160,7 +170,12 @@ class Gunzip:
         return self._unzip.eof and not self._unzip.unused_data
 
 
-def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = None) -> Fingerprint:
+def fingerprint(
+    path: Path,
+    prefix_size: int | None = None,
+    size: int | None = None,
+    other_sizes: Collection[int] = (),
+) -> Fingerprint:
     """SHA-256 of the file's bytes and its line count, in one read of 1 MiB chunks;
     of its first `size` bytes only, when given (the size the ledger records: a
     producer may append while the file is read).
@@ -169,7 +184,8 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     bare CR, and a last line needs no line end (see count_line_ends); gzip
     files are counted on their decompressed bytes. With `prefix_size`, the
     same read also hashes the first `prefix_size` bytes (to tell an append),
-    and notes whether `""` occurs anywhere.
+    and notes whether `""` occurs anywhere; and the first bytes at each of
+    `other_sizes` (to tell a file moved: moved_from).
     """
     digest = hashlib.sha256()
     unzip = Gunzip() if path.name.endswith(".gz") else None
@@ -179,9 +195,14 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     offset, empty, tail = 0, False, 0  # tail: bytes since the last line end
     longest = 0
     left = size if size is not None else float("inf")
+    sizes, sized = sorted(set(other_sizes)), []
     with open(path, "rb") as handle:
         while left > 0 and (chunk := handle.read(int(min(CHUNK_BYTES, left)))):
             left -= len(chunk)
+            while sizes and sizes[0] <= offset + len(chunk):
+                at_size = digest.copy()
+                at_size.update(chunk[: sizes[0] - offset])
+                sized.append((sizes.pop(0), at_size.hexdigest()))
             # The chunk holding the byte after the prefix (a grown file has one).
             if prefix_size is not None and prefix is None and offset + len(chunk) > prefix_size:
                 head = chunk[: prefix_size - offset]
@@ -214,7 +235,12 @@ def fingerprint(path: Path, prefix_size: int | None = None, size: int | None = N
     # Spark's reader drops a leading byte-order mark from the first line.
     marked = tail == total and first_bytes == BOM
     cut = 0 if unzip is not None else max(0, tail - len(BOM) * marked)
-    facts = {"holds_empty_string": empty, "cut_bytes": cut, "longest_line": longest}
+    facts = {
+        "holds_empty_string": empty,
+        "cut_bytes": cut,
+        "longest_line": longest,
+        "sized_checksums": tuple(sized),
+    }
     if prefix is None or unzip is not None:
         return Fingerprint(digest.hexdigest(), lines, **facts)
     return Fingerprint(digest.hexdigest(), lines, *prefix, **facts)
@@ -263,54 +289,138 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
     """The topic's files that are not committed unchanged, with checksum and line count.
 
     A file grown by appending to its latest committed version is taken
-    from its first new line (see the module docstring).
+    from its first new line (see the module docstring); so is a file that
+    starts with the committed version of another path which no longer holds
+    it: that file moved, renamed or rotated (moved_from).
     """
     committed = newest_committed(ledger)
-    found = []
+    found: list[InboxFile] = []
+    moved: list[Path] = []  # new paths, and paths whose committed version is gone
+    kept: set[str] = set()  # paths that still hold their committed version
     for path in topic_files(inbox, topic):
         before = committed.get(str(path))
+        if before is None:  # a new path: read once, by moved_from
+            moved.append(path)
+            continue
         try:
             if is_unchanged(path, before):
+                kept.add(str(path))
                 continue
             stat = path.stat()
-            grew = before is not None and stat.st_size > before.size
+            grew = stat.st_size > before.size
             facts = fingerprint(path, before.size if grew else None, stat.st_size)
         except FileNotFoundError:
             continue  # removed since it was listed
         except (UnreadableFile, OSError) as error:
-            # Found by review: one such file stopped every run of its topic.
-            _LOG.warning(
-                f"{path} is left in the inbox, not read: {error}. It is taken once it reads"
-                " whole; if it stays so, check it (`gzip -t`, its permissions) and replace it."
-            )
+            _leave_in_inbox(path, error)
             continue
-        if facts.longest_line > READ_LINE_LIMIT:
-            _LOG.warning(
-                f"{path} holds a line of more than {READ_LINE_LIMIT // 2**20} MiB"
-                f" ({facts.longest_line:,} bytes at least), which Spark would hold whole in"
-                " memory (a longer one ended the driver): Spark reads a copy of the file in"
-                " which such a line keeps its first max_line_bytes and a few bytes, and is"
-                " quarantined as line_too_long. The file keeps the line whole."
-            )
         first_line = 1
-        if grew and facts.prefix_checksum == before.checksum:
-            # Past the complete lines; past an unterminated one too if it was whole.
-            whole = not facts.prefix_ends_line and facts.line_end_follows
-            first_line = facts.prefix_lines + 1 + whole
-        found.append(
-            InboxFile(
-                str(path),
-                stat.st_size,
-                stat.st_mtime,
-                facts.checksum,
-                facts.line_count - (first_line - 1),
-                first_line,
-                facts.holds_empty_string,
-                facts.cut_bytes,
-                facts.longest_line,
+        if facts.checksum == before.checksum:
+            kept.add(str(path))  # touched, not changed
+        elif grew and facts.prefix_checksum == before.checksum:
+            kept.add(str(path))
+            first_line = _first_new_line(facts)
+        else:
+            moved.append(path)
+            continue
+        found.append(_inbox_file(path, stat, facts, first_line))
+    # The committed versions no path holds now: a new file may be one of them, moved.
+    gone = [e for p, e in committed.items() if p not in kept and e.size > 0]
+    for path in moved:
+        try:
+            stat = path.stat()
+            origin, facts, first_line = moved_from(path, stat.st_size, stat.st_mtime, gone)
+        except FileNotFoundError:
+            continue
+        except (UnreadableFile, OSError) as error:
+            _leave_in_inbox(path, error)
+            continue
+        if origin is not None:
+            _LOG.warning(
+                f"{path} starts with the {origin.line_count + origin.first_line - 1:,} lines"
+                f" of {origin.path} as batch {origin.batch_id} committed it, which no file"
+                f" holds now: taken as that file moved or rotated, from its line {first_line}"
+                " (lines already ingested are not taken again)."
             )
+        found.append(_inbox_file(path, stat, facts, first_line))
+    return sorted(found, key=lambda f: f.path)
+
+
+def moved_from(
+    path: Path, size: int, mtime: float, gone: Sequence[LedgerEntry]
+) -> tuple[LedgerEntry | None, Fingerprint, int]:
+    """Whether the file at `path` (of `size` bytes, modified at `mtime`) is one of the
+    `gone` committed versions (of other paths) moved here, grown since, or byte for byte
+    with its modification time kept: the longest such version, the file's facts, and
+    its first line to take (1 when none). A `.gz` counts only byte for byte (it is not
+    followed as it grows).
+
+    Found by review: a file renamed, moved to another folder or rotated to a name
+    ending in `.json` (logrotate's `dateext`) was a new file, read whole again.
+    """
+    zipped = path.name.endswith(".gz")
+    candidates = [
+        e
+        for e in gone
+        if e.size <= size and e.path.endswith(".gz") == zipped and e.path != str(path)
+    ]
+    facts = fingerprint(path, size=size, other_sizes=[e.size for e in candidates])
+    matched = dict(facts.sized_checksums)
+    # Byte for byte a version: moved only if its time is kept too (a rename keeps it; a
+    # new file that happens to hold the same bytes as one deleted is another file).
+    origins = [
+        e
+        for e in candidates
+        if matched.get(e.size) == e.checksum
+        and (e.size < size or e.mtime == mtime)
+        and (e.size == size or not zipped)
+    ]
+    if not origins:
+        return None, facts, 1
+    origin = max(origins, key=lambda e: (e.size, e.batch_id))
+    if origin.size == size:
+        return origin, facts, facts.line_count + 1
+    grown = fingerprint(path, origin.size, size)
+    return origin, grown, _first_new_line(grown)
+
+
+def _first_new_line(facts: Fingerprint) -> int:
+    """The first line past a committed version the file grew from (facts of a read with
+    that version's size as `prefix_size`): past its complete lines, and past an
+    unterminated last one too if it was whole (only its line end came later)."""
+    whole = not facts.prefix_ends_line and facts.line_end_follows
+    return facts.prefix_lines + 1 + whole
+
+
+def _inbox_file(path: Path, stat: os.stat_result, facts: Fingerprint, first_line: int) -> InboxFile:
+    """The scan's entry of a file: what to take of it, from `first_line`."""
+    if facts.longest_line > READ_LINE_LIMIT:
+        _LOG.warning(
+            f"{path} holds a line of more than {READ_LINE_LIMIT // 2**20} MiB"
+            f" ({facts.longest_line:,} bytes at least), which Spark would hold whole in"
+            " memory (a longer one ended the driver): Spark reads a copy of the file in"
+            " which such a line keeps its first max_line_bytes and a few bytes, and is"
+            " quarantined as line_too_long. The file keeps the line whole."
         )
-    return found
+    return InboxFile(
+        str(path),
+        stat.st_size,
+        stat.st_mtime,
+        facts.checksum,
+        facts.line_count - (first_line - 1),
+        first_line,
+        facts.holds_empty_string,
+        facts.cut_bytes,
+        facts.longest_line,
+    )
+
+
+def _leave_in_inbox(path: Path, error: Exception) -> None:
+    # Found by review: one such file stopped every run of its topic.
+    _LOG.warning(
+        f"{path} is left in the inbox, not read: {error}. It is taken once it reads"
+        " whole; if it stays so, check it (`gzip -t`, its permissions) and replace it."
+    )
 
 
 def finished_since_scan(file: InboxFile, read_bytes: int | None) -> InboxFile:
