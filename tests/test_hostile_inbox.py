@@ -427,19 +427,22 @@ def test_a_file_that_grows_is_taken_from_its_first_new_line(spark, tmp_path):
     assert (changed.input_lines, changed.raw_rows) == (1, 1)
 
 
-def test_a_file_rotated_to_a_json_name_is_taken_from_its_first_new_line(spark, tmp_path):
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_a_file_rotated_to_a_json_name_is_taken_from_its_first_new_line(spark, tmp_path, suffix):
     """Found by review: logrotate's dateext (`app.json` -> `app-20261128.json`, a new
     `app.json` in its place) made the rotated file a new file: every line it held was
-    ingested again. Its lines past the committed version are taken (the one written
-    before the rotation), by their numbers in it, and the new file whole."""
-    schema = "hostile_rotated"
-    path = write_lines(tmp_path, "app.json", ['{"id": 1}', '{"id": 2}'])
+    ingested again, and so did a line appended to a `.gz` (as a gzip member). Its lines
+    past the committed version are taken (the one written before the rotation), by
+    their numbers in it, and the new file whole."""
+    schema = f"hostile_rotated{suffix.replace('.', '_')}"
+    path = write_lines(tmp_path, "app" + suffix, ['{"id": 1}', '{"id": 2}'])
     ingest(spark, schema, tmp_path)
     with open(path, "ab") as appending:
-        appending.write(b'{"id": 3}\n')
-    rotated = path.with_name("app-20261128.json")
+        line = b'{"id": 3}\n'
+        appending.write(gzip.compress(line) if suffix.endswith(".gz") else line)
+    rotated = path.with_name("app-20261128" + suffix)
     path.rename(rotated)
-    write_lines(tmp_path, "app.json", ['{"id": 4}'])
+    write_lines(tmp_path, "app" + suffix, ['{"id": 4}'])
     ingest(spark, schema, tmp_path)
     rows = spark.table(f"{schema}.raw_feed").select("id", "_source_file", "_line_number")
     assert sorted(map(tuple, rows.collect())) == [

@@ -19,9 +19,10 @@ where, and `line_count` counts only the new lines. A version whose last line
 had no line end yet (a producer caught mid-line) is followed too: when the
 appended bytes start with a line end, that line was whole and is not taken
 again; otherwise it was cut, and it is taken again whole (its fragment stays
-where the earlier batch put it, most often in quarantine). Any other change
-makes the file a new file, read whole (gzip files included: their growth is
-not followed). The newest version, not the largest, is the one a file grows
+where the earlier batch put it, most often in quarantine). A `.gz` file is
+followed the same way when gzip members were appended to it (each member's
+text read after the last's, as Hadoop reads them). Any other change makes
+the file a new file, read whole. The newest version, not the largest, is the one a file grows
 from: a file truncated and written again (logrotate's `copytruncate`) is
 followed from its new start.
 
@@ -118,7 +119,7 @@ class Fingerprint(NamedTuple):
     checksum: str
     line_count: int
     prefix_checksum: str | None = None  # of the first `prefix_size` bytes, when asked
-    prefix_lines: int = 0  # complete lines in those bytes (plain files only)
+    prefix_lines: int = 0  # line ends in those bytes (in the text they decode to, for gzip)
     prefix_ends_line: bool = False  # whether those bytes end with a line end
     # Whether the byte right after them is a line end (their unterminated last line was
     # whole, only its line end came later).
@@ -191,7 +192,10 @@ def fingerprint(
     unzip = Gunzip() if path.name.endswith(".gz") else None
     count, last = 0, b"\n"
     first_bytes, total = b"", 0  # the first decoded bytes, and how many there are
-    prefix: tuple[str, int, bool, bool] | None = None
+    # At the prefix's end: its checksum, its line ends, whether it ends with one; and
+    # whether the text after it starts with one.
+    boundary: tuple[str, int, bool] | None = None
+    follows: bool | None = None
     offset, empty, tail = 0, False, 0  # tail: bytes since the last line end
     longest = 0
     left = size if size is not None else float("inf")
@@ -203,19 +207,19 @@ def fingerprint(
                 at_size = digest.copy()
                 at_size.update(chunk[: sizes[0] - offset])
                 sized.append((sizes.pop(0), at_size.hexdigest()))
-            # The chunk holding the byte after the prefix (a grown file has one).
-            if prefix_size is not None and prefix is None and offset + len(chunk) > prefix_size:
-                head = chunk[: prefix_size - offset]
-                at_boundary = digest.copy()
-                at_boundary.update(head)
-                ends = (head[-1:] if head else last) in (b"\n", b"\r")
-                lines = count + count_line_ends(head, after_cr=last == b"\r")
-                follows = chunk[prefix_size - offset : prefix_size - offset + 1] in (b"\n", b"\r")
-                prefix = (at_boundary.hexdigest(), lines, ends, follows)
-            offset += len(chunk)
-            digest.update(chunk)
-            text = chunk if unzip is None else _gunzipped(unzip, chunk)
-            if text:
+            # Split at the prefix's end: its facts are those of the bytes read up to it
+            # (of the text they decode to, for a gzip that grew by a member).
+            at = prefix_size - offset if prefix_size is not None else -1
+            for piece in (chunk[:at], chunk[at:]) if 0 < at < len(chunk) else (chunk,):
+                if boundary is None and offset == prefix_size:
+                    boundary = (digest.hexdigest(), count, last in (b"\n", b"\r"))
+                offset += len(piece)
+                digest.update(piece)
+                text = piece if unzip is None else _gunzipped(unzip, piece)
+                if not text:
+                    continue
+                if boundary is not None and follows is None:
+                    follows = text[:1] in (b"\n", b"\r")
                 # A `""` may straddle two chunks.
                 empty = empty or b'""' in text or (last == b'"' and text[:1] == b'"')
                 count += count_line_ends(text, after_cr=last == b"\r")
@@ -241,9 +245,11 @@ def fingerprint(
         "longest_line": longest,
         "sized_checksums": tuple(sized),
     }
-    if prefix is None or unzip is not None:
+    if boundary is None and offset == prefix_size:  # the file ends where the prefix does
+        boundary = (digest.hexdigest(), count, last in (b"\n", b"\r"))
+    if boundary is None:
         return Fingerprint(digest.hexdigest(), lines, **facts)
-    return Fingerprint(digest.hexdigest(), lines, *prefix, **facts)
+    return Fingerprint(digest.hexdigest(), lines, *boundary, bool(follows), **facts)
 
 
 def _gunzipped(unzip: Gunzip, chunk: bytes) -> bytes:
@@ -337,9 +343,9 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
             continue
         if origin is not None:
             _LOG.warning(
-                f"{path} starts with the {origin.line_count + origin.first_line - 1:,} lines"
-                f" of {origin.path} as batch {origin.batch_id} committed it, which no file"
-                f" holds now: taken as that file moved or rotated, from its line {first_line}"
+                f"{path} starts with {origin.path} as batch {origin.batch_id} committed it"
+                f" ({origin.first_line + origin.line_count - 1:,} lines), which no file holds"
+                f" now: taken as that file moved or rotated, from its line {first_line}"
                 " (lines already ingested are not taken again)."
             )
         found.append(_inbox_file(path, stat, facts, first_line))
@@ -352,8 +358,7 @@ def moved_from(
     """Whether the file at `path` (of `size` bytes, modified at `mtime`) is one of the
     `gone` committed versions (of other paths) moved here, grown since, or byte for byte
     with its modification time kept: the longest such version, the file's facts, and
-    its first line to take (1 when none). A `.gz` counts only byte for byte (it is not
-    followed as it grows).
+    its first line to take (1 when none). A `.gz` is one of a `.gz` (grown by members).
 
     Found by review: a file renamed, moved to another folder or rotated to a name
     ending in `.json` (logrotate's `dateext`) was a new file, read whole again.
@@ -371,9 +376,7 @@ def moved_from(
     origins = [
         e
         for e in candidates
-        if matched.get(e.size) == e.checksum
-        and (e.size < size or e.mtime == mtime)
-        and (e.size == size or not zipped)
+        if matched.get(e.size) == e.checksum and (e.size < size or e.mtime == mtime)
     ]
     if not origins:
         return None, facts, 1
