@@ -75,6 +75,7 @@ def test_files_left_out_are_named_and_linked_ones_are_taken_once(tmp_path, caplo
     (elsewhere / "d.json").write_text("{}\n")
     (topic / "dt=2026-11-02").symlink_to(elsewhere, target_is_directory=True)
     (topic / "latest.json").symlink_to(day / "a.json")
+    (day / "hard.json").hardlink_to(day / "a.json")  # a hard link too (a later review)
     (topic / "gone.json").symlink_to(tmp_path / "nowhere.json")
     (topic / "loop").symlink_to(topic, target_is_directory=True)
 
@@ -86,6 +87,7 @@ def test_files_left_out_are_named_and_linked_ones_are_taken_once(tmp_path, caplo
         ("B.JSON", "not in lower case"),
         ("c.json.GZ", "not in lower case"),
         ("latest.json", "again (a link), taken once"),
+        ("hard.json", "again (a link), taken once"),
         ("gone.json", "a link to nothing"),
         ("app.json.1", "rotated or compressed copy"),
         ("app.json-20261127.bz2", "rotated or compressed copy"),

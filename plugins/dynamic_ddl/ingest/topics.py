@@ -386,7 +386,13 @@ def topic_files(inbox: Path, topic: str) -> list[Path]:
                 )
             )
             continue
-        target = path.resolve()
+        # The file itself, whatever names it: a symbolic or a hard link (found by
+        # review: a hard link was another file, its lines ingested twice).
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # gone since it was listed
+        target = (stat.st_dev, stat.st_ino)
         if target in by_target:
             left_out.append(
                 (path, f"it is the file {by_target[target]} again (a link), taken once")
