@@ -234,6 +234,22 @@ def test_a_delete_that_arrives_first_and_empties_a_partition_is_remembered(spark
     assert sorted(tuple(r) for r in tombstones) == [("d1", "a", None, 2), ("d2", "z", None, 9)]
 
 
+def test_a_first_delete_without_an_ordering_value_gets_its_commit(spark, sql):
+    """Found by review: a delete of a key never stored, with a NULL ordering value,
+    matched the NULL of the stored delete it lacked, was kept as unchanged, and its
+    tombstone was written with no commit id or time."""
+    spec = _spec("null_ordered_delete")
+    upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False)]))
+    upsert(sql, spec, _batch(spark, [("d1", "a", "off", 2, False), ("d1", "b", None, None, True)]))
+    assert _rows(spark, spec.target) == [("d1", "a", "off", 2)]
+    tombstones = spark.sql(
+        f"select device, _commit_id, _commit_ts from {spec.versions}"
+        " where _version like '%-tombstones'"
+    ).collect()
+    assert [row.device for row in tombstones] == ["b"]
+    assert all(row._commit_id and row._commit_ts for row in tombstones), tombstones
+
+
 def test_a_global_key_moves_between_partitions(spark, sql):
     spec = _spec("moves", global_key=True, tombstone_days=0)
     first = [("d1", "a", "on", 1, False), ("d1", "b", "on", 1, False), ("d2", "c", "on", 1, False)]

@@ -246,9 +246,12 @@ from {stored} and not coalesce({matched}, false)"""
             f" 'c', {commit}, 't', {commit_ts}{place}), null))"
             f" over (partition by {key}) as _stored_delete"
         )
+        # Only against a stored delete: with none, a NULL ordering matched the NULL of
+        # the missing one, and the delete was kept as unchanged with no commit id
+        # (found by review).
         same_delete = (
             f"_incoming and _deleted and _stored_content is null"
-            f" and {ordering} <=> _stored_delete.o{same_place}"
+            f" and _stored_delete is not null and {ordering} <=> _stored_delete.o{same_place}"
         )
     if spec.partial_updates:  # a stored winner may take newer values from older rows
         unchanged = f"not _deleted and {merged_content} <=> _stored_content"
