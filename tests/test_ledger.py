@@ -387,3 +387,20 @@ def test_a_file_moved_while_its_last_line_was_cut_takes_that_line_again_whole(tm
     (folder / "b.json").write_bytes(b'{"n": 1}\n{"n": 2}\n{"n": 3}\n')
     moved = _commit_scan(tmp_path, ledger, 2)["b.json"]
     assert (moved.first_line, moved.line_count) == (2, 2)
+
+
+def test_a_file_in_utf16_or_gzipped_twice_is_named_with_its_conversion(tmp_path, caplog):
+    """Found by review: Windows PowerShell writes UTF-16 with `>`, and a `.gz` may hold a
+    `.gz`: every line was quarantined with no word of why. They still are (nothing is
+    guessed), and the scan names the file and the command that converts it."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "ps.json").write_bytes('{"id": 1}\r\n'.encode("utf-16"))
+    (folder / "twice.json.gz").write_bytes(gzip.compress(gzip.compress(b'{"id": 1}\n')))
+    (folder / "ok.json").write_bytes(b'{"id": 1}\n')
+    with caplog.at_level("WARNING", logger="dynamic_ddl.ingest"):
+        found = {Path(f.path).name for f in scan_inbox(tmp_path, "t")}
+    assert found == {"ps.json", "twice.json.gz", "ok.json"}  # read all the same
+    assert "ps.json looks like UTF-16" in caplog.text and "iconv -f UTF-16" in caplog.text
+    assert "twice.json.gz looks like gzip" in caplog.text and "gunzip` once more" in caplog.text
+    assert "ok.json looks like" not in caplog.text

@@ -131,6 +131,9 @@ class Fingerprint(NamedTuple):
     longest_line: int = 0
     # (size, checksum of the first `size` bytes) for each of the `other_sizes` asked.
     sized_checksums: tuple[tuple[int, str], ...] = ()
+    # What the (decoded) text starts like when it is no UTF-8 JSON text: "UTF-16" (a
+    # byte-order mark of it), "gzip" (compressed twice); "" otherwise.
+    looks_like: str = ""
 
 
 # The longest line Spark is given: Hadoop's reader holds a line whole in memory, and
@@ -244,12 +247,19 @@ def fingerprint(
         "cut_bytes": cut,
         "longest_line": longest,
         "sized_checksums": tuple(sized),
+        "looks_like": FOREIGN_STARTS.get(first_bytes[:2], ""),
     }
     if boundary is None and offset == prefix_size:  # the file ends where the prefix does
         boundary = (digest.hexdigest(), count, last in (b"\n", b"\r"))
     if boundary is None:
         return Fingerprint(digest.hexdigest(), lines, **facts)
     return Fingerprint(digest.hexdigest(), lines, *boundary, bool(follows), **facts)
+
+
+# Text that starts so is no UTF-8 JSON: each line of it is quarantined, and the file's
+# warning says how to convert it.
+FOREIGN_STARTS = {b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16", b"\x1f\x8b": "gzip"}
+CONVERSIONS = {"UTF-16": "`iconv -f UTF-16 -t UTF-8`", "gzip": "`gunzip` once more"}
 
 
 def _gunzipped(unzip: Gunzip, chunk: bytes) -> bytes:
@@ -404,6 +414,12 @@ def _inbox_file(path: Path, stat: os.stat_result, facts: Fingerprint, first_line
             " memory (a longer one ended the driver): Spark reads a copy of the file in"
             " which such a line keeps its first max_line_bytes and a few bytes, and is"
             " quarantined as line_too_long. The file keeps the line whole."
+        )
+    if facts.looks_like:
+        _LOG.warning(
+            f"{path} looks like {facts.looks_like}, not UTF-8 JSON lines: its lines are"
+            " quarantined (invalid_utf8, unparseable_json). Convert it with"
+            f" {CONVERSIONS[facts.looks_like]} under a new name to have them read."
         )
     return InboxFile(
         str(path),
