@@ -205,31 +205,34 @@ def _taken_by_each_run(
 ) -> list[dict[int, bytes]]:
     """Each version of one inbox file scanned in turn, every scan committed: per scan,
     the lines it takes by their line number (first_line on). `names`: the file's name
-    at each version (renamed, its time kept, before the version is written); `zipped`:
-    a `.gz` file grown by one gzip member per version."""
+    at each version (renamed, its time kept, and scanned so, before the version is
+    written); `zipped`: a `.gz` file grown by one gzip member per version."""
     day = tmp_path / "t" / "dt=2026-11-01"
     day.mkdir(parents=True, exist_ok=True)
     names = names or ["log.json"] * len(versions)
     path, ledger, taken, written = None, [], [], b""
+
+    def scan(run: int, lines: list[bytes]) -> None:
+        for f in scan_inbox(tmp_path, "t", ledger):
+            numbers = range(f.first_line, f.first_line + f.line_count)
+            taken.append({n: lines[n - 1] for n in numbers})
+            batch_id = f"20261121T{len(ledger):06d}Z-b"
+            ledger.append(
+                LedgerEntry(f.path, f.size, f.mtime, f.checksum, f.line_count, batch_id, COMMITTED)
+            )
+            ledger[-1] = dataclasses.replace(ledger[-1], first_line=f.first_line)
+
     for run, (data, name) in enumerate(zip(versions, names, strict=True)):
         name += ".gz" if zipped else ""
-        if path is not None and path.name != name:
+        if path is not None and path.name != name:  # renamed, then a run
             path = path.rename(day / name)
+            scan(run, _hadoop_lines(versions[run - 1]))
         path = day / name
         if zipped:
             written += gzip.compress(data[len(versions[run - 1]) if run else 0 :])
         if run == 0 or data != versions[run - 1]:
             path.write_bytes(written if zipped else data)
-        found = scan_inbox(tmp_path, "t", ledger)
-        lines = _hadoop_lines(data)
-        for f in found:
-            numbers = range(f.first_line, f.first_line + f.line_count)
-            taken.append({n: lines[n - 1] for n in numbers})
-            batch_id = f"20261121T{run:06d}Z-b"
-            ledger.append(
-                LedgerEntry(f.path, f.size, f.mtime, f.checksum, f.line_count, batch_id, COMMITTED)
-            )
-            ledger[-1] = dataclasses.replace(ledger[-1], first_line=f.first_line)
+        scan(run, _hadoop_lines(data))
     return taken
 
 
@@ -244,8 +247,8 @@ def test_a_file_appended_in_any_pieces_has_each_line_taken_and_retaken_only_if_c
     pieces, renames, zipped
 ):
     """A producer appends bytes in any pieces (lines cut anywhere, CR, CRLF; or one gzip
-    member each), a run scans after each, and the file may be renamed before a piece
-    (logrotate's dateext; found by review, it was then read whole again, as a `.gz`
+    member each), a run scans after each, and the file may be renamed (a run between)
+    before a piece (found by review: a renamed file was read whole again, as a `.gz`
     that grew): every line of the final file is taken; a line is taken again only when
     the run before took it cut (its fragment), and the last taking is the whole line."""
     names = [f"log-{sum(renames[: i + 1])}.json" for i in range(len(pieces))]
@@ -375,7 +378,7 @@ def test_a_file_moved_renamed_or_rotated_is_taken_from_its_first_new_line(tmp_pa
     assert _commit_scan(tmp_path, ledger, 7)["y.json.gz"].line_count == 0
 
 
-def test_a_file_moved_while_its_last_line_was_cut_takes_that_line_again_whole(tmp_path):
+def test_a_file_rotated_while_its_last_line_was_cut_takes_that_line_again_whole(tmp_path):
     """As a file that grew (test above): a version whose last line had no line end yet
     is followed from that line when the bytes after it do not start with a line end."""
     folder = tmp_path / "t"
@@ -385,8 +388,45 @@ def test_a_file_moved_while_its_last_line_was_cut_takes_that_line_again_whole(tm
     assert _commit_scan(tmp_path, ledger, 1)["a.json"].line_count == 2
     (folder / "a.json").rename(folder / "b.json")
     (folder / "b.json").write_bytes(b'{"n": 1}\n{"n": 2}\n{"n": 3}\n')
-    moved = _commit_scan(tmp_path, ledger, 2)["b.json"]
-    assert (moved.first_line, moved.line_count) == (2, 2)
+    (folder / "a.json").write_bytes(b'{"n": 4}\n')  # logrotate's create
+    found = _commit_scan(tmp_path, ledger, 2)
+    assert (found["b.json"].first_line, found["b.json"].line_count) == (2, 2)
+    assert (found["a.json"].first_line, found["a.json"].line_count) == (1, 1)
+
+
+def test_a_new_file_that_starts_as_a_deleted_one_is_read_whole(tmp_path):
+    """Found by review of the first version: a file whose path is gone counted as moved
+    when a new file merely started with its bytes: a heartbeat file deleted, then
+    `{"x":1}` sent again with a line more, lost its first line. A gone path's version
+    counts only byte for byte with its modification time (a rename keeps it)."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    ledger: list = []
+    (folder / "s-1.json").write_bytes(b'{"x":1}')
+    _commit_scan(tmp_path, ledger, 1)
+    (folder / "s-1.json").unlink()
+    (folder / "s-2.json").write_bytes(b'{"x":1}\n')
+    (folder / "s-3.json").write_bytes(b'{"x":1}\n{"x":2}\n')
+    found = _commit_scan(tmp_path, ledger, 2)
+    assert {n: (f.first_line, f.line_count) for n, f in found.items()} == {
+        "s-2.json": (1, 1),
+        "s-3.json": (1, 2),
+    }
+
+
+def test_a_copy_made_by_copytruncate_is_known_whatever_its_time(tmp_path):
+    """Found by review of the first version: logrotate's copytruncate gives the copy a
+    time of its own, and a copy with nothing new was read whole again."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    ledger: list = []
+    (folder / "app.json").write_bytes(b'{"n": 1}\n{"n": 2}\n')
+    _commit_scan(tmp_path, ledger, 1)
+    (folder / "app-20261128.json").write_bytes((folder / "app.json").read_bytes())
+    os.utime(folder / "app-20261128.json", (1, 1))
+    (folder / "app.json").write_bytes(b"")
+    copy = _commit_scan(tmp_path, ledger, 2)["app-20261128.json"]
+    assert (copy.first_line, copy.line_count) == (3, 0)
 
 
 def test_a_file_in_utf16_or_gzipped_twice_is_named_with_its_conversion(tmp_path, caplog):

@@ -26,12 +26,10 @@ the file a new file, read whole. The newest version, not the largest, is the one
 from: a file truncated and written again (logrotate's `copytruncate`) is
 followed from its new start.
 
-A file moved, renamed or rotated (logrotate's `dateext`: `app.json` ->
-`app-20261128.json`, a new `app.json` in its place) is known by its bytes:
-a new path that starts with the newest committed version of a path that no
-longer holds it (gone, truncated or rewritten) is that file, taken from its
-first new line as if it had grown in place (moved_from). A copy made while
-the original still holds its version is another file, read whole.
+A file rotated (logrotate's `dateext`: `app.json` -> `app-20261128.json`, a
+new `app.json` in its place) or renamed is known by its bytes and taken from
+its first new line as if it had grown in place (moved_from). A copy made
+while the original still holds its version is another file, read whole.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ import logging
 import os
 import re
 import zlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -206,10 +204,13 @@ def fingerprint(
     with open(path, "rb") as handle:
         while left > 0 and (chunk := handle.read(int(min(CHUNK_BYTES, left)))):
             left -= len(chunk)
-            while sizes and sizes[0] <= offset + len(chunk):
-                at_size = digest.copy()
-                at_size.update(chunk[: sizes[0] - offset])
-                sized.append((sizes.pop(0), at_size.hexdigest()))
+            if sizes and sizes[0] <= offset + len(chunk):  # hashed on, piece by piece
+                running, done, view = digest.copy(), 0, memoryview(chunk)
+                while sizes and sizes[0] <= offset + len(chunk):
+                    cut = sizes.pop(0) - offset
+                    running.update(view[done:cut])
+                    done = cut
+                    sized.append((offset + cut, running.hexdigest()))
             # Split at the prefix's end: its facts are those of the bytes read up to it
             # (of the text they decode to, for a gzip that grew by a member).
             at = prefix_size - offset if prefix_size is not None else -1
@@ -249,11 +250,10 @@ def fingerprint(
         "sized_checksums": tuple(sized),
         "looks_like": FOREIGN_STARTS.get(first_bytes[:2], ""),
     }
-    if boundary is None and offset == prefix_size:  # the file ends where the prefix does
-        boundary = (digest.hexdigest(), count, last in (b"\n", b"\r"))
-    if boundary is None:
+    if boundary is None:  # the file ends at (or before) the prefix's end: it did not grow
         return Fingerprint(digest.hexdigest(), lines, **facts)
-    return Fingerprint(digest.hexdigest(), lines, *boundary, bool(follows), **facts)
+    # No text after the prefix (a gzip member of none): its last line was whole.
+    return Fingerprint(digest.hexdigest(), lines, *boundary, follows is not False, **facts)
 
 
 # Text that starts so is no UTF-8 JSON: each line of it is quarantined, and the file's
@@ -306,21 +306,19 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
 
     A file grown by appending to its latest committed version is taken
     from its first new line (see the module docstring); so is a file that
-    starts with the committed version of another path which no longer holds
-    it: that file moved, renamed or rotated (moved_from).
+    is another path's committed version moved or rotated (moved_from).
     """
     committed = newest_committed(ledger)
     found: list[InboxFile] = []
-    moved: list[Path] = []  # new paths, and paths whose committed version is gone
-    kept: set[str] = set()  # paths that still hold their committed version
-    for path in topic_files(inbox, topic):
+    moved: list[Path] = []  # new paths, and paths that no longer hold their version
+    listed = topic_files(inbox, topic)
+    for path in listed:
         before = committed.get(str(path))
         if before is None:  # a new path: read once, by moved_from
             moved.append(path)
             continue
         try:
             if is_unchanged(path, before):
-                kept.add(str(path))
                 continue
             stat = path.stat()
             grew = stat.st_size > before.size
@@ -331,21 +329,17 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
             _leave_in_inbox(path, error)
             continue
         first_line = 1
-        if facts.checksum == before.checksum:
-            kept.add(str(path))  # touched, not changed
-        elif grew and facts.prefix_checksum == before.checksum:
-            kept.add(str(path))
+        if grew and facts.prefix_checksum == before.checksum:
             first_line = _first_new_line(facts)
-        else:
+        elif facts.checksum != before.checksum:
             moved.append(path)
             continue
         found.append(_inbox_file(path, stat, facts, first_line))
-    # The committed versions no path holds now: a new file may be one of them, moved.
-    gone = [e for p, e in committed.items() if p not in kept and e.size > 0]
+    origins = MoveOrigins.of(committed, moved, {str(path) for path in listed})
     for path in moved:
         try:
             stat = path.stat()
-            origin, facts, first_line = moved_from(path, stat.st_size, stat.st_mtime, gone)
+            origin, facts, first_line = moved_from(path, stat, origins)
         except FileNotFoundError:
             continue
         except (UnreadableFile, OSError) as error:
@@ -354,46 +348,76 @@ def scan_inbox(inbox: Path, topic: str, ledger: Iterable[LedgerEntry] = ()) -> l
         if origin is not None:
             _LOG.warning(
                 f"{path} starts with {origin.path} as batch {origin.batch_id} committed it"
-                f" ({origin.first_line + origin.line_count - 1:,} lines), which no file holds"
-                f" now: taken as that file moved or rotated, from its line {first_line}"
-                " (lines already ingested are not taken again)."
+                f" ({origin.first_line + origin.line_count - 1:,} lines), which that path no"
+                f" longer holds: taken as that file moved or rotated, from its line"
+                f" {first_line} (lines already ingested are not taken again)."
             )
         found.append(_inbox_file(path, stat, facts, first_line))
     return sorted(found, key=lambda f: f.path)
 
 
+@dataclass(frozen=True)
+class MoveOrigins:
+    """The committed versions a file found in a scan may be, moved (moved_from)."""
+
+    # Of paths that are there still, holding something else now (rotated: logrotate's
+    # `create` or `copytruncate` wrote the path anew): a file may start with one.
+    replaced: tuple[LedgerEntry, ...]
+    # Of paths that are gone, by (size, modification time): a file renamed or moved
+    # keeps both, and is one of these byte for byte.
+    deleted: dict[tuple[int, float], tuple[LedgerEntry, ...]]
+
+    @classmethod
+    def of(
+        cls, committed: dict[str, LedgerEntry], changed: Iterable[Path], listed: set[str]
+    ) -> MoveOrigins:
+        """From the newest committed versions, the scan's new or changed paths and every
+        path it listed."""
+        replaced = tuple(
+            committed[str(p)] for p in changed if str(p) in committed and committed[str(p)].size
+        )
+        deleted: dict[tuple[int, float], tuple[LedgerEntry, ...]] = {}
+        for path, entry in committed.items():
+            if path not in listed and entry.size:
+                stamp = (entry.size, entry.mtime)
+                deleted[stamp] = (*deleted.get(stamp, ()), entry)
+        return cls(replaced, deleted)
+
+
 def moved_from(
-    path: Path, size: int, mtime: float, gone: Sequence[LedgerEntry]
+    path: Path, stat: os.stat_result, origins: MoveOrigins
 ) -> tuple[LedgerEntry | None, Fingerprint, int]:
-    """Whether the file at `path` (of `size` bytes, modified at `mtime`) is one of the
-    `gone` committed versions (of other paths) moved here, grown since, or byte for byte
-    with its modification time kept: the longest such version, the file's facts, and
-    its first line to take (1 when none). A `.gz` is one of a `.gz` (grown by members).
+    """Whether the file at `path` (`stat`: its size and time) is another path's committed
+    version moved here: the longest such version, the file's facts, and its first line
+    to take (1 when none).
+
+    A version of a path that holds something else now (rotated) counts when the
+    file starts with it, byte for byte (it may have grown since); a version of a
+    path that is gone counts only when the file is it, byte for byte, with its
+    modification time (a rename or `mv` keeps it): found by review, a new file
+    that merely started with a deleted one's bytes (a heartbeat) lost its first
+    lines. A `.gz` is one of a `.gz` (grown by gzip members).
 
     Found by review: a file renamed, moved to another folder or rotated to a name
     ending in `.json` (logrotate's `dateext`) was a new file, read whole again.
     """
-    zipped = path.name.endswith(".gz")
+    zipped, size = path.name.endswith(".gz"), stat.st_size
     candidates = [
         e
-        for e in gone
+        for e in (*origins.replaced, *origins.deleted.get((size, stat.st_mtime), ()))
         if e.size <= size and e.path.endswith(".gz") == zipped and e.path != str(path)
     ]
     facts = fingerprint(path, size=size, other_sizes=[e.size for e in candidates])
     matched = dict(facts.sized_checksums)
-    # Byte for byte a version: moved only if its time is kept too (a rename keeps it; a
-    # new file that happens to hold the same bytes as one deleted is another file).
-    origins = [
-        e
-        for e in candidates
-        if matched.get(e.size) == e.checksum and (e.size < size or e.mtime == mtime)
-    ]
-    if not origins:
+    found = [e for e in candidates if matched.get(e.size) == e.checksum]
+    if not found:
         return None, facts, 1
-    origin = max(origins, key=lambda e: (e.size, e.batch_id))
+    origin = max(found, key=lambda e: (e.size, e.batch_id))
     if origin.size == size:
         return origin, facts, facts.line_count + 1
     grown = fingerprint(path, origin.size, size)
+    if grown.prefix_checksum != origin.checksum:  # rewritten between the two reads
+        return None, grown, 1
     return origin, grown, _first_new_line(grown)
 
 
