@@ -444,3 +444,17 @@ def test_a_file_in_utf16_or_gzipped_twice_is_named_with_its_conversion(tmp_path,
     assert "ps.json looks like UTF-16" in caplog.text and "iconv -f UTF-16" in caplog.text
     assert "twice.json.gz looks like gzip" in caplog.text and "gunzip` once more" in caplog.text
     assert "ok.json looks like" not in caplog.text
+
+
+def test_an_empty_gzip_member_appended_takes_no_line_again(tmp_path):
+    """Found by review: a member of no text (a flush with nothing to write) after a last
+    line with no line end made that line taken again."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    ledger: list = []
+    (folder / "z.json.gz").write_bytes(gzip.compress(b'{"n":1}\n{"n":2}'))
+    _commit_scan(tmp_path, ledger, 1)
+    with open(folder / "z.json.gz", "ab") as appending:
+        appending.write(gzip.compress(b""))
+    grown = _commit_scan(tmp_path, ledger, 2)["z.json.gz"]
+    assert (grown.first_line, grown.line_count) == (3, 0)
