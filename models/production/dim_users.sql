@@ -7,7 +7,11 @@
 {%- endfor -%}
 {#- Keys the provider added later: NULL until a batch brings them. -#}
 {%- set later_keys = {'theme': 'string', 'subscription_tier': 'string',
-    'notifications_enabled': 'boolean', 'storage_used_gb': 'double'} %}
+    'notifications_enabled': 'boolean', 'storage_used_gb': 'double'} -%}
+{#- A report whose time could not be read (landing keeps it with log_ts NULL, one per
+    user) ranks below every timed one: found by review, its values were never taken,
+    a user whose only email came so had none. #}
+{%- set reported_at = "coalesce(reports.log_ts, timestamp '0001-01-01 00:00:00')" %}
 
 with
 
@@ -22,13 +26,13 @@ latest as (
     {#- Per user, each attribute's latest reported value (a report holds only some keys). #}
     select
         reports.id as user_id,
-        {{ mask_pii(latest_value(reported['email'], 'reports.log_ts')) }} as email_hash,
-        {{ latest_value(reported['city'], 'reports.log_ts') }} as city,
-        {{ latest_value(reported['state'], 'reports.log_ts') }} as region,
-        {{ latest_value(reported['language'], 'reports.log_ts') }} as app_language,
-        {{ latest_value(reported['app_version'], 'reports.log_ts') }} as app_version,
+        {{ mask_pii(latest_value(reported['email'], reported_at)) }} as email_hash,
+        {{ latest_value(reported['city'], reported_at) }} as city,
+        {{ latest_value(reported['state'], reported_at) }} as region,
+        {{ latest_value(reported['language'], reported_at) }} as app_language,
+        {{ latest_value(reported['app_version'], reported_at) }} as app_version,
         {%- for name, data_type in later_keys.items() %}
-            {{ latest_value(column_or_null(attributes, name, data_type, 'reports'), 'reports.log_ts') }} as {{ name }},
+            {{ latest_value(column_or_null(attributes, name, data_type, 'reports'), reported_at) }} as {{ name }},
         {%- endfor %}
         max(reports.log_ts) as last_reported_at
 
