@@ -333,8 +333,9 @@ def _commit_scan(tmp_path, ledger: list, run: int) -> dict[str, InboxFile]:
 def test_a_file_moved_renamed_or_rotated_is_taken_from_its_first_new_line(tmp_path, caplog):
     """Found by review: a file renamed, moved to another folder or rotated to a name
     ending in .json (logrotate's dateext) was a new file, and every line it held was
-    ingested again. A new path that starts with a committed version no path holds now
-    is that file moved: only the lines past that version are taken."""
+    ingested again. A new path that is a gone path's committed version (byte for byte,
+    its time kept), or starts with a rotated path's, is that file moved: only the lines
+    past that version are taken."""
     folder = tmp_path / "t"
     folder.mkdir()
     ledger: list = []
