@@ -581,6 +581,9 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.spec import UpsertSpec
 
         _RECOMPUTED_DAYS.pop(_table_name(this), None)
+        found = self.get_relation(relation.database, relation.schema, relation.identifier)
+        if not incremental and found is None:
+            return "true"  # nothing built yet: `dbt compile` on an empty warehouse
         upstream = self._existing_upsert(relation)
         try:  # this model stores the newest commit it read: never one half written
             state = finished_commits(self._fetch_rows, upstream, f"{this}")
