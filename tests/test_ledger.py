@@ -320,6 +320,13 @@ def test_the_longest_line_is_measured_across_read_chunks(tmp_path):
     assert fingerprint(plain).longest_line == fingerprint(zipped).longest_line == long
 
 
+def _topic_folder(tmp_path) -> Path:
+    """The folder of topic `t` in the inbox `tmp_path`, made."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    return folder
+
+
 def _commit_scan(tmp_path, ledger: list, run: int) -> dict[str, InboxFile]:
     """Scan the `t` topic of `tmp_path` with `ledger`, commit every file found (as a run
     does), and return what it found by file name."""
@@ -336,9 +343,7 @@ def test_a_file_moved_renamed_or_rotated_is_taken_from_its_first_new_line(tmp_pa
     ingested again. A new path that is a gone path's committed version (byte for byte,
     its time kept), or starts with a rotated path's, is that file moved: only the lines
     past that version are taken."""
-    folder = tmp_path / "t"
-    folder.mkdir()
-    ledger: list = []
+    folder, ledger = _topic_folder(tmp_path), []
     (folder / "app.json").write_bytes(b'{"n": 1}\n{"n": 2}\n')
     assert _commit_scan(tmp_path, ledger, 1)["app.json"].line_count == 2
     # Renamed: nothing new.
@@ -382,9 +387,7 @@ def test_a_file_moved_renamed_or_rotated_is_taken_from_its_first_new_line(tmp_pa
 def test_a_file_rotated_while_its_last_line_was_cut_takes_that_line_again_whole(tmp_path):
     """As a file that grew (test above): a version whose last line had no line end yet
     is followed from that line when the bytes after it do not start with a line end."""
-    folder = tmp_path / "t"
-    folder.mkdir()
-    ledger: list = []
+    folder, ledger = _topic_folder(tmp_path), []
     (folder / "a.json").write_bytes(b'{"n": 1}\n{"n"')
     assert _commit_scan(tmp_path, ledger, 1)["a.json"].line_count == 2
     (folder / "a.json").rename(folder / "b.json")
@@ -400,9 +403,7 @@ def test_a_new_file_that_starts_as_a_deleted_one_is_read_whole(tmp_path):
     when a new file merely started with its bytes: a heartbeat file deleted, then
     `{"x":1}` sent again with a line more, lost its first line. A gone path's version
     counts only byte for byte with its modification time (a rename keeps it)."""
-    folder = tmp_path / "t"
-    folder.mkdir()
-    ledger: list = []
+    folder, ledger = _topic_folder(tmp_path), []
     (folder / "s-1.json").write_bytes(b'{"x":1}')
     _commit_scan(tmp_path, ledger, 1)
     (folder / "s-1.json").unlink()
@@ -418,9 +419,7 @@ def test_a_new_file_that_starts_as_a_deleted_one_is_read_whole(tmp_path):
 def test_a_copy_made_by_copytruncate_is_known_whatever_its_time(tmp_path):
     """Found by review of the first version: logrotate's copytruncate gives the copy a
     time of its own, and a copy with nothing new was read whole again."""
-    folder = tmp_path / "t"
-    folder.mkdir()
-    ledger: list = []
+    folder, ledger = _topic_folder(tmp_path), []
     (folder / "app.json").write_bytes(b'{"n": 1}\n{"n": 2}\n')
     _commit_scan(tmp_path, ledger, 1)
     (folder / "app-20261128.json").write_bytes((folder / "app.json").read_bytes())
@@ -450,9 +449,7 @@ def test_a_file_in_utf16_or_gzipped_twice_is_named_with_its_conversion(tmp_path,
 def test_an_empty_gzip_member_appended_takes_no_line_again(tmp_path):
     """Found by review: a member of no text (a flush with nothing to write) after a last
     line with no line end made that line taken again."""
-    folder = tmp_path / "t"
-    folder.mkdir()
-    ledger: list = []
+    folder, ledger = _topic_folder(tmp_path), []
     (folder / "z.json.gz").write_bytes(gzip.compress(b'{"n":1}\n{"n":2}'))
     _commit_scan(tmp_path, ledger, 1)
     with open(folder / "z.json.gz", "ab") as appending:
