@@ -434,6 +434,28 @@ def test_remembered_deletes_move_with_a_repartition(spark, sql):
     assert _rows(spark, spec.target) == [("d1", "b", "back", 7)]
 
 
+def test_a_remembered_delete_in_the_null_partition_moves_with_a_repartition(spark, sql):
+    """Found by review: a tombstone whose kept partition value is a real NULL (the row's
+    day unknown) was taken for one that keeps no value, and the repartition refused
+    with a fix that did not apply. It goes to the NULL partition of the new layout."""
+    spec = _spec("relaid_null_deletes", delete_marker="gone")
+    columns = f"{COLUMNS}, gone boolean"
+
+    def commit(rows: list[tuple], target: UpsertSpec) -> None:
+        spark.createDataFrame(rows, columns).createOrReplaceTempView("batch")
+        upsert(sql, target, "batch")
+
+    commit([(None, "d1", "on", 1, False), (None, "d2", "on", 1, False)], spec)
+    commit([(None, "d1", None, 5, True)], spec)  # d1 deleted at 5, its day NULL
+    repartition(sql, _existing(sql, spec), ["device", "day"])
+    relaid = replace(spec, partition_by=("device", "day"))
+    assert partition_columns(sql, spec.target) == ["device", "day"]
+    commit([(None, "d1", "stale", 3, False)], relaid)  # older than the delete: stays gone
+    assert _rows(spark, spec.target) == [(None, "d2", "on", 1)]
+    commit([(None, "d1", "back", 7, False)], relaid)
+    assert _rows(spark, spec.target) == [(None, "d1", "back", 7), (None, "d2", "on", 1)]
+
+
 def _interrupted_repartition(sql, spec: UpsertSpec, partition_by: list[str], at: str, nth=1):
     """A repartition interrupted at the `nth` time it reaches step `at`, as a kill leaves it."""
     reached = 0

@@ -89,7 +89,8 @@ def start_repartition(
     partition's version) move with the rows, to the partitions their keys'
     rows would fall in; when a tombstone lacks a new partition column (it
     keeps keys, ordering and partition values only), that partition cannot be
-    known, and the repartition is refused before any change.
+    known, and the repartition is refused before any change. A NULL in a column
+    it keeps is a value like any other: the NULL partition.
     """
     interim, new = spec.target + INTERIM_SUFFIX, spec.target + NEW_SUFFIX
     deletes = spec.target + DELETES_SUFFIX
@@ -99,13 +100,17 @@ def start_repartition(
     types = {n.lower(): (n, t) for n, t in columns}
     partitions = [types[p.lower()] for p in partition_by]
     tombstones = tombstones_predicate(spec, state, commit)
-    unplaced = " or ".join(f"{quoted_identifier(p)} is null" for p in partition_by)
-    if sql(f"select 1 from {spec.versions} where ({tombstones}) and ({unplaced}) limit 1"):
+    kept = {c.lower() for c in [*spec.unique_key, *spec.ranking_columns, *spec.partition_by]}
+    unkept = [p for p in partition_by if p.lower() not in kept]
+    # A NULL in a column tombstones keep is a real value (the NULL partition); columns
+    # they do not keep are NULL in every one (found by review: a real NULL was refused).
+    if unkept and sql(f"select 1 from {spec.versions} where {tombstones} limit 1"):
         raise UpsertError(
             f"{spec.target} remembers deletes (delete_marker) that keep no value of"
-            f" {', '.join(partition_by)}, so their partitions under the new layout cannot be"
-            " known: repartition by columns of the key or the current partitions, wait"
-            " until tombstone_days have passed, or rebuild with --full-refresh."
+            f" {', '.join(unkept)}, so their partitions under the new layout cannot be"
+            " known: repartition by columns of the key, the ordering or the current"
+            " partitions, wait until tombstone_days have passed, or rebuild with"
+            " --full-refresh."
         )
     steps.reached("repartition.build")
     drop_table(sql, interim)
