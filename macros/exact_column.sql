@@ -55,6 +55,10 @@
         {{- return((value, none)) -}}
     {%- elif execute -%}
         {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+        {#- No columns: a table not built yet, or one a killed swap hid (named). -#}
+        {%- if not names -%}
+            {%- do adapter.refuse_a_hidden_table(relation) -%}
+        {%- endif -%}
         {%- set has_text = (column ~ '__text') | lower in names -%}
         {{- return((value if column | lower in names else none, text if has_text else none)) -}}
     {%- endif -%}

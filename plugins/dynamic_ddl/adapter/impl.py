@@ -514,6 +514,15 @@ class DynamicSparkAdapter(SparkAdapter):
         )
 
     @available
+    def refuse_a_hidden_table(self, relation: Any) -> str:
+        """Raise, naming the raw model to run, when `relation` is hidden by a run killed
+        between a swap's two renames (landing/batches.py); '' otherwise."""
+        from dynamic_ddl.landing.batches import refuse_a_hidden_table
+
+        refuse_a_hidden_table(self._fetch_rows, _table_name(relation))
+        return ""
+
+    @available
     def listed_values_filter(self, column: str, query: str, qualifier: str = "") -> str:
         """A filter keeping rows whose `column` (prefixed with `qualifier`) holds one of the
         values in the first column of `query`'s rows, listed as literals so that Spark

@@ -12,8 +12,8 @@ never below its batch id: ingest/compaction.py).
 
 from __future__ import annotations
 
-from dynamic_ddl.catalog import Sql, table_columns
-from dynamic_ddl.ingest.bookkeeping import newest_committed_batch
+from dynamic_ddl.catalog import RETIRED_SUFFIX, Sql, read_settled, table_columns, table_exists
+from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, newest_committed_batch
 from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, SLOT_COLUMN
 from dynamic_ddl.sql_text import quoted_identifier, rows_predicate, sql_literal
 from dynamic_ddl.upsert.increments import greatest_value
@@ -45,6 +45,8 @@ def unseen_batch_filters(
       on, as literals (`true` on a first build): for a model that recomputes every
       key an unseen batch touches from all of its rows (those days alone are read).
     """
+    if source is not None:
+        refuse_a_hidden_table(sql, source)
     seen = greatest_value(sql, UpsertSpec(this), column) if this is not None else None
     known, newest = newest_committed_batch(sql, source) if source is not None else (False, None)
     bounded = [column]
@@ -68,3 +70,26 @@ def unseen_batch_filters(
             days = sql(f"select distinct {day} from {source} where {bounds('')[0]}")
             filters["days"] = rows_predicate([day_column], [tuple(row) for row in days], qualifier)
     return filters
+
+
+def refuse_a_hidden_table(sql: Sql, table: str) -> None:
+    """Raise ValueError naming the raw model to run when `table` (`schema.name`) is gone
+    from its name with its rows under the retired name: a run killed between a swap's
+    two renames (compaction, a layout migration) leaves it so until its topic's raw
+    model runs (found by review: a landing model run alone failed on "table not
+    found", naming no fix)."""
+    if table_exists(sql, table) or not table_exists(sql, table + RETIRED_SUFFIX):
+        return
+    schema, name = table.split(".")
+    registry = BookkeepingTables.in_schema(schema).registry
+    topics = []
+    if table_exists(sql, registry):
+        where = f"table_name = {sql_literal(name)}"
+        query = f"select distinct topic from {registry} where {where}"
+        topics = [row[0] for row in read_settled(sql, registry, query)]
+    model = " ".join(f"raw_{topic}" for topic in sorted(topics)) or "<its raw model>"
+    raise ValueError(
+        f"{table} is hidden: a run killed between the two renames of a compaction or"
+        f" layout change left its rows under {table}{RETIRED_SUFFIX}, and its raw model"
+        f" puts it back first thing. Run it (dbt run -s {model}), then this model."
+    )
