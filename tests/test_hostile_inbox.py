@@ -454,6 +454,7 @@ def test_a_file_rotated_to_a_json_name_is_taken_from_its_first_new_line(spark, t
     assert_every_line_accounted_for(spark, schema)
     entries = read_ledger(spark, f"{schema}.raw_file_ledger", "feed")
     assert original_line(entries, str(rotated), 3) == b'{"id": 3}'
+    assert original_line(entries, str(path), 2) == b'{"id": 2}'  # read where it went
     assert ingest(spark, schema, tmp_path) == []  # taken once
 
 

@@ -10,6 +10,7 @@ import pytest
 from dynamic_ddl.ingest.ledger import COMMITTED, PENDING, LedgerEntry, fingerprint
 from dynamic_ddl.ingest.lineage import LineageError, original_line, read_line
 from tests.test_hostile_inbox import ingest, write_lines
+from tests.test_ledger import _commit_scan, _topic_folder
 
 
 def _entry(path: Path, batch_id: str = "b1", first_line: int = 1, state: str = COMMITTED):
@@ -84,6 +85,32 @@ def test_each_batch_gets_the_line_it_read_from_a_file_rewritten_or_completed(tmp
     assert original_line([old, new], str(rewritten), 1, batch_id="b2") == b'{"b":22}'
     with pytest.raises(LineageError, match="changed after batch b1"):
         original_line([old, new], str(rewritten), 1, batch_id="b1")
+
+
+def test_a_line_of_a_file_renamed_or_rotated_since_is_read_where_it_went(tmp_path):
+    """Found by review: the ledger follows a file renamed, moved or rotated (it takes the
+    new path from its first new line), but the original line of a row taken before the
+    move was reported removed or changed. It is read from the file its version went on
+    in, checked against the ledger as any line is."""
+    folder, ledger = _topic_folder(tmp_path), []
+    first = folder / "app.json"
+    first.write_bytes(b'{"n": 1}\n{"n": 2}\n')
+    _commit_scan(tmp_path, ledger, 1)
+    first.rename(folder / "app-1.json")  # renamed
+    _commit_scan(tmp_path, ledger, 2)
+    with open(folder / "app-1.json", "ab") as handle:  # appended to, then rotated
+        handle.write(b'{"n": 3}\n')
+    (folder / "2026").mkdir()
+    rotated = folder / "2026" / "app-20261128.json"
+    (folder / "app-1.json").rename(rotated)
+    (folder / "app-1.json").write_bytes(b'{"n": 4}\n')  # a new file in its place
+    _commit_scan(tmp_path, ledger, 3)
+    assert original_line(ledger, str(first), 2) == b'{"n": 2}'
+    assert original_line(ledger, str(rotated), 3) == b'{"n": 3}'
+    assert original_line(ledger, str(folder / "app-1.json"), 1, batch_id="b3") == b'{"n": 4}'
+    rotated.write_bytes(b'{"n": 1}\n{"n": 5}\n')  # the one copy changed: reported
+    with pytest.raises(LineageError, match="removed from the inbox"):
+        original_line(ledger, str(first), 2)
 
 
 def test_line_numbers_hold_where_spark_reads_a_file_in_pieces(spark, tmp_path):

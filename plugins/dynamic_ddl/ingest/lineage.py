@@ -6,7 +6,8 @@ of the file as that batch read it, and which of its lines it took. Before a
 line is read, the file's first `size` bytes are checked against that
 checksum, and the line is read from those bytes only (a later append is
 not what the batch read), so a file changed or removed since is reported,
-never guessed at.
+never guessed at; unless the version went on in a file the ledger followed
+(renamed, moved or rotated), which is then read, checked the same way.
 """
 
 from __future__ import annotations
@@ -63,18 +64,16 @@ def check_unchanged(path: Path, entry: LedgerEntry) -> None:
     """Raise LineageError unless the file's first `entry.size` bytes are what its batch read."""
     if not path.is_file():
         raise LineageError(
-            f"{path} was removed from the inbox after batch {entry.batch_id} read it: the "
-            "original line is gone. Keep inbox files as long as lineage is wanted, or set "
-            "keep_raw_json: true on the topic to copy lines into the raw table."
+            f"{path} was removed from the inbox after batch {entry.batch_id} read it, and no"
+            " file it was renamed or rotated to holds it: the original line is gone. Keep"
+            " inbox files as long as lineage is wanted, or set keep_raw_json: true on the"
+            " topic to copy lines into the raw table."
         )
-    digest = hashlib.sha256()
-    for chunk in _raw_chunks(path, entry.size):
-        digest.update(chunk)
-    if path.stat().st_size < entry.size or digest.hexdigest() != entry.checksum:
+    if path.stat().st_size < entry.size or _checksum(path, entry.size) != entry.checksum:
         raise LineageError(
-            f"{path} changed after batch {entry.batch_id} read it (checksum differs from the "
-            "ledger's): its lines may not be the ones ingested. Restore the file from a backup "
-            "to fetch the original."
+            f"{path} changed after batch {entry.batch_id} read it (checksum differs from the"
+            " ledger's, and no file it was rotated to holds it): its lines may not be the ones"
+            " ingested. Restore the file from a backup to fetch the original."
         )
 
 
@@ -146,7 +145,39 @@ def original_line(
     entries: Iterable[LedgerEntry], source_file: str, line_number: int, batch_id: str | None = None
 ) -> bytes:
     """The original bytes of a raw row's line, after checking its file against the ledger."""
+    entries = list(entries)
     entry = covering_entry(entries, source_file, line_number, batch_id)
     path = Path(source_file)
-    check_unchanged(path, entry)
+    try:
+        check_unchanged(path, entry)
+    except LineageError:
+        path = moved_to(entries, entry)
+        if path is None:
+            raise
     return read_line(path, line_number, entry.size)
+
+
+def moved_to(entries: Iterable[LedgerEntry], entry: LedgerEntry) -> Path | None:
+    """The file `entry`'s version went on in, when its own path is gone or holds other
+    bytes: another path the ledger took from past its first line (renamed, moved or
+    rotated, ledger.moved_from) that still starts with the version's bytes; None when
+    none does (found by review: a row taken before its file moved was reported lost)."""
+    continued = {}  # path -> whether its first committed entry continued another file
+    for e in sorted(entries, key=lambda e: e.batch_id):
+        if e.state == COMMITTED and e.path != entry.path:
+            continued.setdefault(e.path, e.first_line > 1)
+    zipped = entry.path.endswith(".gz")
+    for name in sorted(p for p, moved in continued.items() if moved):
+        path = Path(name)
+        if name.endswith(".gz") != zipped or not path.is_file():
+            continue
+        if path.stat().st_size >= entry.size and _checksum(path, entry.size) == entry.checksum:
+            return path
+    return None
+
+
+def _checksum(path: Path, size: int) -> str:
+    digest = hashlib.sha256()
+    for chunk in _raw_chunks(path, size):
+        digest.update(chunk)
+    return digest.hexdigest()
