@@ -88,6 +88,19 @@ def test_another_key_than_the_table_was_built_with_is_refused(spark, sql):
         upsert(sql, replace(spec, unique_key=("device",)), batch)
 
 
+def test_a_null_key_is_one_key_and_the_latest_wins(spark, sql):
+    """Decided (docs/decisions/0006, "NULL keys"): keys compare null-safely, as the pivot's
+    group by does, so rows without a device are one key: the latest row wins, in a batch
+    and across commits (dbt's MERGE would insert one more row at every run)."""
+    spec = _spec("null_keys", unique_key=("device", "state"), delete_marker=None)
+    rows = [("d1", None, None, 1, False), ("d1", None, None, 3, False), ("d1", "a", None, 2, False)]
+    upsert(sql, spec, _batch(spark, rows))
+    assert _rows(spark, spec.target) == [("d1", None, None, 3), ("d1", "a", None, 2)]
+    upsert(sql, spec, _batch(spark, [("d1", None, None, 5, False), ("d1", None, "on", 4, False)]))
+    expected = [("d1", None, None, 5), ("d1", None, "on", 4), ("d1", "a", None, 2)]
+    assert _rows(spark, spec.target) == expected
+
+
 def test_a_column_named_with_a_hash_is_stored_like_any(spark, sql):
     """Found by review: `describe` lists sections as `# Partition Information`; a column
     `#events` was taken for one, and it and the columns after it were never stored."""
