@@ -185,18 +185,11 @@ class DynamicSparkAdapter(SparkAdapter):
         recorded when the row's batch read it; a file changed or removed since
         is an error that says so.
         """
-        from dynamic_ddl.ingest.bookkeeping import (
-            BookkeepingTables,
-            ledger_entry,
-            ledger_rows_of_file_sql,
-        )
-        from dynamic_ddl.ingest.lineage import LineageError, original_line
+        from dynamic_ddl.ingest.lineage import LineageError, original_line_in_ledger
 
-        ledger = BookkeepingTables.in_schema(schema).ledger
-        rows = read_settled(self._fetch_rows, ledger, ledger_rows_of_file_sql(ledger, source_file))
         try:
-            line = original_line(
-                [ledger_entry(row) for row in rows], source_file, int(line_number), batch_id
+            line = original_line_in_ledger(
+                self._fetch_rows, schema, source_file, int(line_number), batch_id
             )
         except LineageError as error:
             raise DbtRuntimeError(str(error)) from None

@@ -225,6 +225,15 @@ def ledger_rows_of_file_sql(table: str, path: str) -> str:
     return f"select {columns} from {table} where path = {string_literal(path)}"
 
 
+def ledger_rows_of_continued_files_sql(table: str) -> str:
+    """The ledger's rows (LEDGER_ENTRY_COLUMNS) of every file one of whose entries starts
+    past its first line: grown, or another file renamed, moved or rotated (lineage.moved_to
+    tells them apart), any topic."""
+    columns = ", ".join(LEDGER_ENTRY_COLUMNS)
+    continued = f"select path from {table} where first_line > 1"
+    return f"select {columns} from {table} where path in ({continued})"
+
+
 def write_ledger_batch(
     spark: SparkSession, table: str, topic: str, entries: list[LedgerEntry]
 ) -> None:

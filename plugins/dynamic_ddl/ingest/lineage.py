@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from dynamic_ddl.catalog import Sql, read_settled
+from dynamic_ddl.ingest.bookkeeping import (
+    BookkeepingTables,
+    ledger_entry,
+    ledger_rows_of_continued_files_sql,
+    ledger_rows_of_file_sql,
+)
 from dynamic_ddl.ingest.ledger import BOM, CHUNK_BYTES, COMMITTED, Gunzip, LedgerEntry
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -142,19 +149,49 @@ def read_line(path: Path, line_number: int, size: int | None = None) -> bytes:
 
 
 def original_line(
-    entries: Iterable[LedgerEntry], source_file: str, line_number: int, batch_id: str | None = None
+    entries: Iterable[LedgerEntry],
+    source_file: str,
+    line_number: int,
+    batch_id: str | None = None,
+    moved_candidates: Callable[[], Iterable[LedgerEntry]] | None = None,
 ) -> bytes:
-    """The original bytes of a raw row's line, after checking its file against the ledger."""
+    """The original bytes of a raw row's line, after checking its file against the ledger.
+
+    `entries`: the ledger's entries of the file at least; `moved_candidates`, when
+    given, those to find the file's version in when it moved (moved_to), read only
+    then (all of `entries` when None).
+    """
     entries = list(entries)
     entry = covering_entry(entries, source_file, line_number, batch_id)
     path = Path(source_file)
     try:
         check_unchanged(path, entry)
     except LineageError:
-        path = moved_to(entries, entry)
+        path = moved_to(entries if moved_candidates is None else moved_candidates(), entry)
         if path is None:
             raise
     return read_line(path, line_number, entry.size)
+
+
+def original_line_in_ledger(
+    sql: Sql, schema: str, source_file: str, line_number: int, batch_id: str | None = None
+) -> bytes:
+    """original_line against the ledger of `schema` (as `dbt run-operation original_line`
+    runs it): the file's entries, then, only if the file moved, those of the files that
+    continued another (found by review: only the file's own were read, so a moved one
+    was never found)."""
+    ledger = BookkeepingTables.in_schema(schema).ledger
+
+    def entries(statement: str) -> list[LedgerEntry]:
+        return [ledger_entry(row) for row in read_settled(sql, ledger, statement)]
+
+    return original_line(
+        entries(ledger_rows_of_file_sql(ledger, source_file)),
+        source_file,
+        line_number,
+        batch_id,
+        lambda: entries(ledger_rows_of_continued_files_sql(ledger)),
+    )
 
 
 def moved_to(entries: Iterable[LedgerEntry], entry: LedgerEntry) -> Path | None:
