@@ -456,6 +456,20 @@ def test_a_remembered_delete_in_the_null_partition_moves_with_a_repartition(spar
     assert _rows(spark, spec.target) == [(None, "d1", "back", 7), (None, "d2", "on", 1)]
 
 
+def test_a_tie_break_named_after_deletes_were_remembered_does_not_place_them(spark, sql):
+    """Found by review: a tombstone keeps the ranking columns the model named when it was
+    written; one named later (the table does not record it) is NULL there without being
+    NULL in the deleted row, so a layout by it cannot place the delete: refused."""
+    spec = _spec("relaid_new_tie", delete_marker="gone")
+    for rows in ([("d1", "a", "on", 1, False)], [("d1", "a", "off", 5, True)]):
+        spark.createDataFrame(rows, f"{COLUMNS}, gone boolean").createOrReplaceTempView("batch")
+        upsert(sql, spec, "batch")
+    later = replace(_existing(sql, spec), ordering_field="log_ts", tie_break=("state",))
+    with pytest.raises(UpsertError, match="keep no value of state"):
+        repartition(sql, later, ["state"])
+    assert partition_columns(sql, spec.target) == ["day"]
+
+
 def _interrupted_repartition(sql, spec: UpsertSpec, partition_by: list[str], at: str, nth=1):
     """A repartition interrupted at the `nth` time it reaches step `at`, as a kill leaves it."""
     reached = 0

@@ -89,8 +89,8 @@ def start_repartition(
     partition's version) move with the rows, to the partitions their keys'
     rows would fall in; when a tombstone lacks a new partition column (it
     keeps keys, ordering and partition values only), that partition cannot be
-    known, and the repartition is refused before any change. A NULL in a column
-    it keeps is a value like any other: the NULL partition.
+    known, and the repartition is refused before any change. A NULL in a key or
+    partition column is a value like any other: the NULL partition.
     """
     interim, new = spec.target + INTERIM_SUFFIX, spec.target + NEW_SUFFIX
     deletes = spec.target + DELETES_SUFFIX
@@ -100,17 +100,21 @@ def start_repartition(
     types = {n.lower(): (n, t) for n, t in columns}
     partitions = [types[p.lower()] for p in partition_by]
     tombstones = tombstones_predicate(spec, state, commit)
-    kept = {c.lower() for c in [*spec.unique_key, *spec.ranking_columns, *spec.partition_by]}
-    unkept = [p for p in partition_by if p.lower() not in kept]
-    # A NULL in a column tombstones keep is a real value (the NULL partition); columns
-    # they do not keep are NULL in every one (found by review: a real NULL was refused).
-    if unkept and sql(f"select 1 from {spec.versions} where {tombstones} limit 1"):
+    # A NULL in the key or a partition column (the table records both) is a real value,
+    # the NULL partition (found by review: it was refused). A ranking column may have been
+    # named after some tombstones were written (the table does not record it): a NULL
+    # there may be one the tombstone never kept. Other columns are NULL in every one.
+    recorded = {c.lower() for c in [*spec.unique_key, *spec.partition_by]}
+    ranking = {c.lower() for c in spec.ranking_columns} - recorded
+    unkept = [p for p in partition_by if p.lower() not in recorded | ranking]
+    unsure = [p for p in partition_by if p.lower() in ranking]
+    lost = "true" if unkept else " or ".join(f"{quoted_identifier(p)} is null" for p in unsure)
+    if lost and sql(f"select 1 from {spec.versions} where ({tombstones}) and ({lost}) limit 1"):
         raise UpsertError(
             f"{spec.target} remembers deletes (delete_marker) that keep no value of"
-            f" {', '.join(unkept)}, so their partitions under the new layout cannot be"
-            " known: repartition by columns of the key, the ordering or the current"
-            " partitions, wait until tombstone_days have passed, or rebuild with"
-            " --full-refresh."
+            f" {', '.join(unkept + unsure)}, so their partitions under the new layout cannot"
+            " be known: repartition by columns of the key or the current partitions, wait"
+            " until tombstone_days have passed, or rebuild with --full-refresh."
         )
     steps.reached("repartition.build")
     drop_table(sql, interim)
