@@ -98,6 +98,12 @@ def _listed_file_vanished(error: Exception) -> bool:
     return any(sign in text for sign in VANISHED_FILE_SIGNS)
 
 
+def schema_exists(sql: Sql, schema: str) -> bool:
+    """Whether the schema (database) exists."""
+    rows = sql(f"show schemas like {string_literal(schema)}")
+    return any(row[0].lower() == schema.lower() for row in rows)
+
+
 def table_exists(sql: Sql, table: str) -> bool:
     """Whether `schema.table` exists (a view counts)."""
     schema, name = table.split(".")

@@ -12,7 +12,14 @@ never below its batch id: ingest/compaction.py).
 
 from __future__ import annotations
 
-from dynamic_ddl.catalog import RETIRED_SUFFIX, Sql, read_settled, table_columns, table_exists
+from dynamic_ddl.catalog import (
+    RETIRED_SUFFIX,
+    Sql,
+    read_settled,
+    schema_exists,
+    table_columns,
+    table_exists,
+)
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, newest_committed_batch
 from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, SLOT_COLUMN
 from dynamic_ddl.sql_text import quoted_identifier, rows_predicate, sql_literal
@@ -73,23 +80,26 @@ def unseen_batch_filters(
 
 
 def refuse_a_hidden_table(sql: Sql, table: str) -> None:
-    """Raise ValueError naming the raw model to run when `table` (`schema.name`) is gone
-    from its name with its rows under the retired name: a run killed between a swap's
-    two renames (compaction, a layout migration) leaves it so until its topic's raw
-    model runs (found by review: a landing model run alone failed on "table not
-    found", naming no fix)."""
+    """Raise ValueError naming the model to run when `table` (`schema.name`) is gone from
+    its name with its rows under the retired name: a run killed between a swap's two
+    renames (a raw table's compaction or layout migration, an upsert table's
+    repartition) leaves it so until the table's writer runs again (found by review: a
+    landing model run alone failed on "table not found", naming no fix)."""
+    schema, name = table.split(".")
+    if not schema_exists(sql, schema):  # nothing built yet (dbt compile, a first build)
+        return
     if table_exists(sql, table) or not table_exists(sql, table + RETIRED_SUFFIX):
         return
-    schema, name = table.split(".")
     registry = BookkeepingTables.in_schema(schema).registry
     topics = []
     if table_exists(sql, registry):
-        where = f"table_name = {sql_literal(name)}"
-        query = f"select distinct topic from {registry} where {where}"
+        query = f"select distinct topic from {registry} where table_name = {sql_literal(name)}"
         topics = [row[0] for row in read_settled(sql, registry, query)]
-    model = " ".join(f"raw_{topic}" for topic in sorted(topics)) or "<its raw model>"
+    # A raw or child table's writer is its topic's raw model; any other, its own model.
+    models = " ".join(f"raw_{topic}" for topic in sorted(topics)) or name
     raise ValueError(
-        f"{table} is hidden: a run killed between the two renames of a compaction or"
-        f" layout change left its rows under {table}{RETIRED_SUFFIX}, and its raw model"
-        f" puts it back first thing. Run it (dbt run -s {model}), then this model."
+        f"{table} is hidden: a run killed between the two renames of a compaction,"
+        f" layout change or repartition left its rows under {table}{RETIRED_SUFFIX}, and"
+        f" the next run of its model puts it back first thing. Run it (dbt run -s"
+        f" {models}), then this model."
     )
