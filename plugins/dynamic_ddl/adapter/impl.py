@@ -183,7 +183,8 @@ class DynamicSparkAdapter(SparkAdapter):
 
         The file is checked first against the checksum the ledger of `schema`
         recorded when the row's batch read it; a file changed or removed since
-        is an error that says so.
+        is an error that says so, unless the ledger followed it to the file it was
+        renamed or rotated to, which is read instead.
         """
         from dynamic_ddl.ingest.lineage import LineageError, original_line_in_ledger
 
@@ -508,7 +509,7 @@ class DynamicSparkAdapter(SparkAdapter):
 
     @available
     def refuse_a_hidden_table(self, relation: Any) -> str:
-        """Raise, naming the raw model to run, when `relation` is hidden by a run killed
+        """Raise, naming the model to run, when `relation` is hidden by a run killed
         between a swap's two renames (landing/batches.py); '' otherwise."""
         from dynamic_ddl.landing.batches import refuse_a_hidden_table
 
