@@ -14,6 +14,7 @@ import pytest
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import spark_sql
 from dynamic_ddl.ingest.bookkeeping import (
+    NEWEST_READ,
     BookkeepingTables,
     newest_committed_batch,
     read_ledger,
@@ -139,3 +140,23 @@ def test_a_topics_bound_is_read_while_other_topics_rewrite_their_bookkeeping(
         stop.set()
         writer.join()
     assert set(bounds) == {(True, batch)}
+
+
+def test_the_newest_committed_batch_is_found_behind_newer_pending_ones(
+    spark, schema, tmp_path: Path
+):
+    """newest_committed_batch reads the newest batches of the ledger a few at a time: a
+    committed one behind more pending ones than it reads at once is still the bound."""
+    inbox = tmp_path / "inbox"
+    write_lines(inbox, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}'])
+    ingest(spark, schema, inbox)
+    tables = BookkeepingTables.in_schema(schema)
+    (entry,) = read_ledger(spark, tables.ledger, "feed")
+    for n in range(NEWEST_READ + 5):  # killed runs' batches, newer than the committed one
+        pending = replace(entry, batch_id=f"{entry.batch_id}-{n:02d}", state="pending")
+        write_ledger_batch(spark, tables.ledger, "feed", [pending])
+    table = f"{schema}.raw_feed"
+    assert newest_committed_batch(spark_sql(spark), table) == (True, entry.batch_id)
+    newer = replace(entry, batch_id=f"{entry.batch_id}-03", state="committed")
+    write_ledger_batch(spark, tables.ledger, "feed", [newer])
+    assert newest_committed_batch(spark_sql(spark), table) == (True, newer.batch_id)

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 
 import pytest
 from pyspark.sql import functions as F
 
 from dynamic_ddl.ingest import job
+from dynamic_ddl.ingest.bookkeeping import (
+    QUARANTINE_COLUMNS,
+    BookkeepingTables,
+    create_bookkeeping_tables,
+    read_ledger,
+    read_registry,
+    write_ledger_batch,
+    write_quarantine,
+    write_registry,
+)
 from dynamic_ddl.ingest.job import ingest_topic
+from dynamic_ddl.ingest.ledger import LedgerEntry
+from dynamic_ddl.ingest.local_rows import local_dataframe
 from dynamic_ddl.sampledata.generator import GeneratorConfig, generate
 from dynamic_ddl.sampledata.reference import load_reference
+from dynamic_ddl.schema.registry import RegistryEntry
 
 TOPIC = {"topic": "device_events", "record_key": ["_data.event.id"], "event_time": "_data.log_ts"}
 
@@ -135,3 +149,45 @@ def test_ingestion_times_are_utc_whatever_the_hosts_zone(spark, tmp_path, monkey
         assert before - 2 <= seconds <= after + 2, (table, seconds - before)
     (day,) = spark.sql("select cast(_event_date as string) from ingest_zones.raw_zones").first()
     assert day == "2026-11-01"
+
+
+def test_a_bookkeeping_write_replaces_its_own_partition_and_no_other(spark):
+    """Ledger, registry and quarantine writes name the partition they replace
+    (tables.overwrite_partition); a topic named with quotes reaches its own only."""
+    spark.sql("drop schema if exists bookkeeping_writes cascade")
+    spark.sql("create schema bookkeeping_writes")
+    tables = BookkeepingTables.in_schema("bookkeeping_writes")
+    create_bookkeeping_tables(spark, tables)
+    odd = "it's `odd` ok"
+
+    def entries(batch: str, state: str, *paths: str) -> list[LedgerEntry]:
+        return [LedgerEntry(path, 10, 1.0, "sum", 2, batch, state) for path in paths]
+
+    write_ledger_batch(spark, tables.ledger, odd, entries("b1", "pending", "/a"))
+    write_ledger_batch(spark, tables.ledger, odd, entries("b2", "pending", "/b"))
+    write_ledger_batch(spark, tables.ledger, "other", entries("b1", "committed", "/c"))
+    write_ledger_batch(spark, tables.ledger, odd, entries("b1", "committed", "/a", "/a2"))
+    ledger = spark.table(tables.ledger).select("topic", "batch_id", "path", "state")
+    assert sorted(tuple(row) for row in ledger.collect()) == [
+        (odd, "b1", "/a", "committed"),
+        (odd, "b1", "/a2", "committed"),
+        (odd, "b2", "/b", "pending"),
+        ("other", "b1", "/c", "committed"),
+    ]
+    assert sorted(e.path for e in read_ledger(spark, tables.ledger, odd)) == ["/a", "/a2", "/b"]
+
+    column = RegistryEntry(odd, "raw_t", ("x",), "x", "bigint", "b1", "b2")
+    write_registry(spark, tables.registry, odd, [column])
+    write_registry(spark, tables.registry, "other", [replace(column, topic="other")])
+    write_registry(spark, tables.registry, odd, [replace(column, last_seen_batch="b3")])
+    assert read_registry(spark, tables.registry, odd) == [replace(column, last_seen_batch="b3")]
+    assert read_registry(spark, tables.registry, "other")[0].last_seen_batch == "b2"
+
+    # A row's own topic and batch_id columns do not choose its partition: the names do.
+    line = ("/a", 3, "{", None, "unparseable_json", None, "elsewhere", "b9")
+    rows = local_dataframe(spark, [line], QUARANTINE_COLUMNS)
+    write_quarantine(spark, tables.quarantine, rows, odd, "b1")
+    write_quarantine(spark, tables.quarantine, rows, odd, "b2")
+    write_quarantine(spark, tables.quarantine, None, odd, "b2")
+    quarantine = spark.table(tables.quarantine).select("topic", "batch_id", "source_file")
+    assert [tuple(row) for row in quarantine.collect()] == [(odd, "b1", "/a")]
