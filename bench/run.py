@@ -16,6 +16,7 @@ import commit_age  # noqa: E402
 import compaction  # noqa: E402
 import global_key  # noqa: E402
 import ingestion  # noqa: E402
+import ledger_age  # noqa: E402
 import model_overhead  # noqa: E402
 import pivot  # noqa: E402
 import repartition  # noqa: E402
@@ -51,6 +52,7 @@ def main() -> None:
     measured = ingestion.measure()
     ingestion.chart(measured, project_root() / "docs" / "ingestion_throughput.png")
     sections.append(ingestion.section(measured))
+    sections.append(ledger_age.section(ledger_age.measure()))
     sections.append(type_flip.section(type_flip.measure()))
     sections.append(
         "## Upsert vs rebuild\n\n"
