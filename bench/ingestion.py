@@ -158,7 +158,10 @@ def in_least_heap(inbox: Path) -> float | None:
     """Seconds of one `ours known` run in a JVM of its own with LEAST_HEAP of driver
     memory (its own state: Derby admits one JVM); None when it did not finish."""
     command = [sys.executable, __file__, "--least-heap", str(inbox)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return None
     last = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
     return json.loads(last[0])["seconds"] if last else None
 

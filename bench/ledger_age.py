@@ -114,7 +114,8 @@ def section(results: dict) -> str:
             "",
             "A known topic's batch of 1,000 events (the whole raw model) after 0, 1,000 and"
             " 4,000 earlier batches in the ledger (a partition and a file each, as raw models"
-            " leave them; 4,000 is two weeks of five-minute batches); median of 3 after a"
+            " leave them; 4,000 is two weeks of five-minute batches; besides the bench's own"
+            " setup and warm-up batches); median of 3 after a"
             " warm-up; one local[2] session (4 GiB driver). `read_ledger`, which every run"
             " of a raw model does once, is timed alone too.",
             "",

@@ -152,8 +152,8 @@ def test_ingestion_times_are_utc_whatever_the_hosts_zone(spark, tmp_path, monkey
 
 
 def test_a_bookkeeping_write_replaces_its_own_partition_and_no_other(spark):
-    """Ledger, registry and quarantine writes name the partition they replace
-    (tables.overwrite_partition); a topic named with quotes reaches its own only."""
+    """Ledger, registry and quarantine writes replace their own partition, a topic named
+    with quotes included, and leave every other as it was."""
     spark.sql("drop schema if exists bookkeeping_writes cascade")
     spark.sql("create schema bookkeeping_writes")
     tables = BookkeepingTables.in_schema("bookkeeping_writes")
@@ -183,11 +183,12 @@ def test_a_bookkeeping_write_replaces_its_own_partition_and_no_other(spark):
     assert read_registry(spark, tables.registry, odd) == [replace(column, last_seen_batch="b3")]
     assert read_registry(spark, tables.registry, "other")[0].last_seen_batch == "b2"
 
-    # A row's own topic and batch_id columns do not choose its partition: the names do.
-    line = ("/a", 3, "{", None, "unparseable_json", None, "elsewhere", "b9")
-    rows = local_dataframe(spark, [line], QUARANTINE_COLUMNS)
-    write_quarantine(spark, tables.quarantine, rows, odd, "b1")
-    write_quarantine(spark, tables.quarantine, rows, odd, "b2")
+    def line(batch: str) -> tuple:
+        return ("/a", 3, "{", None, "unparseable_json", None, odd, batch)
+
+    for batch in ("b1", "b2"):
+        rows = local_dataframe(spark, [line(batch)], QUARANTINE_COLUMNS)
+        write_quarantine(spark, tables.quarantine, rows, odd, batch)
     write_quarantine(spark, tables.quarantine, None, odd, "b2")
     quarantine = spark.table(tables.quarantine).select("topic", "batch_id", "source_file")
     assert [tuple(row) for row in quarantine.collect()] == [(odd, "b1", "/a")]

@@ -3,11 +3,11 @@
 One of each per schema, shared by every topic and partitioned by topic, so
 raw models of different topics never write the same partition. The ledger
 holds a row per file per batch and is partitioned by batch too: a batch
-writes its own entries only, into the partition it names (tables.overwrite_partition),
-so its writes do not grow with the topic's history. Reading the ledger does: a
-run reads its topic's entries whole, a small file per batch (docs/decisions/0005,
-"A batch as the ledger ages"). The registry holds a row per column (bounded by
-the column cap): each write overwrites the topic's partition.
+writes its own entries only. Its cost still grows with the topic's history: a
+run reads its topic's entries whole, a small file per batch, and each write lists
+the table's partitions first (docs/decisions/0005, "A batch as the ledger ages").
+The registry holds a row per column (bounded by the column cap): each write
+overwrites the topic's partition.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dynamic_ddl.catalog import (
 )
 from dynamic_ddl.ingest.ledger import LedgerEntry
 from dynamic_ddl.ingest.local_rows import local_dataframe
-from dynamic_ddl.ingest.tables import overwrite_partition
+from dynamic_ddl.ingest.tables import aligned
 from dynamic_ddl.ingest.topics import BOOKKEEPING_NAMES
 from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.schema.registry import RegistryEntry
@@ -265,9 +265,11 @@ def write_ledger_batch(
     ]
     if len({e.batch_id for e in entries}) != 1:
         raise ValueError("ledger entries are written one batch at a time")
-    (batch_id,) = {e.batch_id for e in entries}
     written = local_dataframe(spark, rows, LEDGER_COLUMNS)
-    overwrite_partition(spark, table, LEDGER_PARTITIONS, [topic, batch_id], written)
+    # Not `insert overwrite ... partition (<every column> = ...)`, which would not list the
+    # table's partitions: a static overwrite deletes the partition before its job runs, and
+    # a kill then leaves a batch without its entries (docs/decisions/0005).
+    aligned(spark, table, written).write.insertInto(table, overwrite=True)
 
 
 def read_registry(spark: SparkSession, table: str, topic: str) -> list[RegistryEntry]:
@@ -318,7 +320,7 @@ def _overwrite_topic(
     if not rows:
         spark.sql(f"alter table {table} drop if exists {partition_spec(['topic'], [topic])}")
         return
-    overwrite_partition(spark, table, ["topic"], [topic], local_dataframe(spark, rows, schema))
+    local_dataframe(spark, rows, schema).write.insertInto(table, overwrite=True)
 
 
 def write_quarantine(
@@ -329,7 +331,7 @@ def write_quarantine(
     partition = partition_spec(["topic", "batch_id"], [topic, batch_id])
     spark.sql(f"alter table {table} drop if exists {partition}")
     if rows is not None:
-        overwrite_partition(spark, table, ["topic", "batch_id"], [topic, batch_id], rows)
+        aligned(spark, table, rows).write.insertInto(table, overwrite=True)
 
 
 def newest_committed_batch(sql: Sql, table: str) -> tuple[bool, str | None]:

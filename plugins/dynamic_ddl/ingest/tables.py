@@ -15,7 +15,6 @@ A column never changes type: values another type conflicts with go to its
 from __future__ import annotations
 
 import shutil
-import uuid
 from collections.abc import Iterable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -151,31 +150,6 @@ def drop_batch_partitions(spark: SparkSession, table: str, batch_id: str) -> Non
 def overwrite_partitions(spark: SparkSession, table: str, rows: DataFrame) -> None:
     """Write rows into the partitions they belong to, replacing only those partitions.
 
-    Spark lists every partition of the table first (see overwrite_partition); a raw
-    table's partitions stay few because compaction merges a day's slots."""
+    Spark lists every partition of the table first; compaction keeps a raw table's
+    partitions few by merging a day's slots."""
     aligned(spark, table, rows).write.insertInto(table, overwrite=True)
-
-
-def overwrite_partition(
-    spark: SparkSession, table: str, columns: Sequence[str], values: Sequence[str], rows: DataFrame
-) -> None:
-    """Replace the one partition of `table` whose partition `columns` (all of them) hold
-    `values` with `rows` (their partition columns, if any, are ignored).
-
-    Named in the statement, the partition is the only one Spark looks up. A
-    DataFrame's `insertInto` lists every partition of the table before it writes:
-    a ledger write took 0.47 s at 1,000 partitions and 0.97 s at 4,000, against
-    0.16-0.29 s named (2026-11-28), so a batch's cost grew with its topic's history.
-    """
-    named = {column.lower() for column in columns}
-    in_order = aligned(spark, table, rows)
-    data = [quote(name) for name in in_order.columns if name.lower() not in named]
-    view = f"partition_rows_{uuid.uuid4().hex}"  # one per write: dbt threads share a session
-    in_order.select(*data).createOrReplaceTempView(view)
-    try:
-        spark.sql(
-            f"insert overwrite table {quoted_table(table)} {partition_spec(columns, values)}"
-            f" select * from {quote(view)}"
-        )
-    finally:
-        spark.catalog.dropTempView(view)
