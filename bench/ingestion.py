@@ -162,8 +162,11 @@ def in_least_heap(inbox: Path) -> float | None:
         done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     except subprocess.TimeoutExpired:
         return None
-    last = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
-    return json.loads(last[0])["seconds"] if last else None
+    reported = [line for line in done.stdout.splitlines() if line.startswith('{"seconds"')]
+    if done.returncode != 0 or not reported:
+        print(f"{LEAST_HEAP} driver, {inbox.name}: failed\n{done.stderr[-2000:]}", flush=True)
+        return None
+    return json.loads(reported[-1])["seconds"]
 
 
 def least_heap_run(inbox: Path) -> None:
@@ -212,6 +215,7 @@ def measure() -> dict:
     finally:
         spark.stop()
     results["least_heap"] = {scale: in_least_heap(inbox) for scale, inbox in inboxes.items()}
+    (BENCH_DIR / "results.json").write_text(json.dumps(results, indent=1))  # for `--memory`
     return results
 
 
@@ -318,8 +322,8 @@ def report(results: dict) -> str:
             "- Driver heap in use at its peak during a known batch in the 4 GiB session,"
             " 1x / 16x / 64x: " + " / ".join(f"{heap[s]:.0f}" for s in (1, 16, 64)) + " MiB."
             " The JVM fills the heap it is given before it collects, so this grows with the"
-            f" work; what a batch needs is the least heap it runs in, {LEAST_HEAP[:-1]} MiB at"
-            " every size (the goals below; Spark starts with no less).",
+            " work; the goals below run each size in the least driver Spark starts with"
+            f" ({LEAST_HEAP[:-1]} MiB) instead.",
             "- Chart: [ingestion_throughput.png](ingestion_throughput.png).",
             "",
             "Issue 22's goals:",
@@ -375,7 +379,8 @@ def write_section(text: str, heading: str = SECTION) -> None:
 
 
 def kept_results() -> dict:
-    """The results the last full run kept (results.json), sizes as numbers again."""
+    """The results the last `measure()` kept (results.json; `make bench` too), sizes as
+    numbers again."""
     kept = json.loads((BENCH_DIR / "results.json").read_text())
     return {
         name: {int(k): v for k, v in value.items()} if isinstance(value, dict) else value
@@ -391,9 +396,9 @@ if __name__ == "__main__":
         measured = kept_results()
         least = {scale: in_least_heap(sample(BASE_EVENTS * scale)) for scale in SCALES}
         measured["least_heap"] = least
+        (BENCH_DIR / "results.json").write_text(json.dumps(measured, indent=1))
     else:
         measured = measure()
-    (BENCH_DIR / "results.json").write_text(json.dumps(measured, indent=1))  # kept, for reruns
     docs = spark_conf.project_root() / "docs"
     chart(measured, docs / "ingestion_throughput.png")
     write_section(section(measured))

@@ -3,9 +3,9 @@
 One of each per schema, shared by every topic and partitioned by topic, so
 raw models of different topics never write the same partition. The ledger
 holds a row per file per batch and is partitioned by batch too: a batch
-writes its own entries only. Its cost still grows with the topic's history: a
-run reads its topic's entries whole, a small file per batch, and each write lists
-the table's partitions first (docs/decisions/0005, "A batch as the ledger ages").
+writes its own entries only. Its cost still grows with history: a run reads its
+topic's entries whole, a small file per batch, and each write lists the partitions
+of every topic first (docs/decisions/0005, "A batch as the ledger ages").
 The registry holds a row per column (bounded by the column cap): each write
 overwrites the topic's partition.
 """
@@ -377,10 +377,11 @@ def newest_committed_of_topic(sql: Sql, ledger: str, topic: str) -> str | None:
     """The newest batch id the ledger has committed for `topic` (None before the first).
 
     The metastore lists the topic's batches (a partition each); only the newest
-    are read, NEWEST_READ at a time, until one is committed (most often the first:
-    only a killed run leaves one pending). Every landing model asks at every run,
-    and reading the state of every entry read a small file per batch the topic
-    ever had: 2.8 s at 4,013 batches, now 0.5 s (docs/decisions/0005).
+    are read, NEWEST_READ at a time, until one is committed (most often the first or
+    the second: a run still writing, or a killed one, leaves its batch pending).
+    Every landing model asks at every run, and reading the state of every entry
+    read a small file per batch the topic ever had: 2.8 s at 4,013 batches, now
+    0.5 s (docs/decisions/0005).
     """
     listed = sql(f"show partitions {quoted_table(ledger)} {partition_spec(['topic'], [topic])}")
     batches = sorted((path_values(row[0])[1] for row in listed), reverse=True)
