@@ -23,7 +23,15 @@ from pyspark.sql import functions as F
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
-from ingestion import BENCH_DIR, SETUP_EVENTS, _config, _fresh_schema, sample, session  # noqa: E402
+from ingestion import (  # noqa: E402
+    BENCH_DIR,
+    SETUP_EVENTS,
+    _config,
+    _fresh_schema,
+    sample,
+    session,
+    write_section,
+)
 
 from dynamic_ddl.ingest.bookkeeping import read_ledger  # noqa: E402
 from dynamic_ddl.ingest.job import ingest_topic  # noqa: E402
@@ -137,6 +145,4 @@ def section(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    from ingestion import write_section
-
     write_section(section(measure()), SECTION)

@@ -384,7 +384,8 @@ def newest_committed_of_topic(sql: Sql, ledger: str, topic: str) -> str | None:
     0.5 s (docs/decisions/0005).
     """
     listed = sql(f"show partitions {quoted_table(ledger)} {partition_spec(['topic'], [topic])}")
-    batches = sorted((path_values(row[0])[1] for row in listed), reverse=True)
+    spec = (dict(zip(LEDGER_PARTITIONS, path_values(row[0]), strict=True)) for row in listed)
+    batches = sorted((partition["batch_id"] for partition in spec), reverse=True)
     for start in range(0, len(batches), NEWEST_READ):
         newest = ", ".join(sql_literal(batch) for batch in batches[start : start + NEWEST_READ])
         (row,) = read_settled(
