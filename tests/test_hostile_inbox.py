@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import spark_sql
-from dynamic_ddl.ingest import ledger, lineage, parse, staging
-from dynamic_ddl.ingest.bookkeeping import read_ledger
+from dynamic_ddl.ingest import bookkeeping, ledger, lineage, parse, staging
+from dynamic_ddl.ingest.bookkeeping import BookkeepingTables, ledger_entries_sql, read_ledger
 from dynamic_ddl.ingest.job import ingest_topic
 from dynamic_ddl.ingest.ledger import file_checksum
 from dynamic_ddl.ingest.lineage import original_line, original_line_in_ledger
@@ -62,8 +62,9 @@ def ingest_with_warnings(
 def assert_every_line_accounted_for(spark, schema: str) -> None:
     """Per batch: the ledger's lines = raw rows + quarantined lines; every batch committed,
     and every raw or quarantined row of a batch the ledger has."""
+    entries = ledger_entries_sql(spark_sql(spark), BookkeepingTables.in_schema(schema))
     ledger = (
-        spark.table(f"{schema}.raw_file_ledger")
+        spark.sql(f"select * from {entries} as entries")  # the archive's too
         .groupBy("batch_id", "state")
         .agg(F.sum("line_count").alias("lines"))
     )
@@ -453,9 +454,46 @@ def test_a_file_rotated_to_a_json_name_is_taken_from_its_first_new_line(spark, t
         (4, str(path), 1),
     ]
     assert_every_line_accounted_for(spark, schema)
-    entries = read_ledger(spark, f"{schema}.raw_file_ledger", "feed")
+    entries = read_ledger(spark, BookkeepingTables.in_schema(schema), "feed")
     assert original_line(entries, str(rotated), 3) == b'{"id": 3}'
     # A line taken before the rotation is read where it went, as the adapter reads it.
+    assert original_line_in_ledger(spark_sql(spark), schema, str(path), 2) == b'{"id": 2}'
+    assert ingest(spark, schema, tmp_path) == []  # taken once
+
+
+def test_archived_batches_are_taken_once_and_lead_back_to_their_lines(spark, tmp_path, monkeypatch):
+    """Past ARCHIVE_AFTER batches a raw model moves the older committed ones to the
+    ledger's archive. Their files are still taken once: grown (from the first new line)
+    and rotated (followed) after their entries were archived. Every line is accounted
+    for, and a row's line is fetched through an archived entry."""
+    monkeypatch.setattr(bookkeeping, "ARCHIVE_AFTER", 1)
+    schema = "hostile_archived"
+    spark.sql(f"drop database if exists {schema} cascade")
+    path = write_lines(tmp_path, "app.json", ['{"id": 1}', '{"id": 2}'])
+    ingest(spark, schema, tmp_path)
+    other = write_lines(tmp_path, "b.json", ['{"id": 3}'])
+    ingest(spark, schema, tmp_path)  # the first batch archived
+    with open(path, "ab") as appending:
+        appending.write(b'{"id": 4}\n')
+    ingest(spark, schema, tmp_path)
+    rotated = path.with_name("app-20261128.json")
+    path.rename(rotated)
+    write_lines(tmp_path, "app.json", ['{"id": 5}'])
+    ingest(spark, schema, tmp_path)
+    rows = spark.table(f"{schema}.raw_feed").select("id", "_source_file", "_line_number")
+    assert sorted(map(tuple, rows.collect())) == [
+        (1, str(path), 1),
+        (2, str(path), 2),
+        (3, str(other), 1),
+        (4, str(path), 3),
+        (5, str(path), 1),
+    ]
+    tables = BookkeepingTables.in_schema(schema)
+    batches = spark.sql(f"show partitions {tables.ledger}").collect()
+    assert len(batches) == 1  # the newest committed batch; three are archived
+    archived = spark.table(tables.ledger_archive).select("batch_id").distinct().count()
+    assert archived == 3
+    assert_every_line_accounted_for(spark, schema)
     assert original_line_in_ledger(spark_sql(spark), schema, str(path), 2) == b'{"id": 2}'
     assert ingest(spark, schema, tmp_path) == []  # taken once
 
@@ -625,7 +663,7 @@ def test_a_line_too_long_for_spark_is_quarantined_by_its_first_bytes_and_its_fil
         (str(huge), numbers[1], 4),
         (str(tmp_path / "feed" / "ok.json"), 1, 1),
     ]
-    entries = read_ledger(spark, f"{schema}.raw_file_ledger", "feed")
+    entries = read_ledger(spark, BookkeepingTables.in_schema(schema), "feed")
     assert original_line(entries, str(huge), first).decode() == long
     assert ingest(spark, schema, tmp_path) == []  # taken once
     assert_every_line_accounted_for(spark, schema)

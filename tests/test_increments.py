@@ -121,10 +121,10 @@ def test_a_topics_bound_is_read_while_other_topics_rewrite_their_bookkeeping(
     write_lines(inbox, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}'])
     ingest(spark, schema, inbox)
     tables = BookkeepingTables.in_schema(schema)
-    (batch,) = {entry.batch_id for entry in read_ledger(spark, tables.ledger, "feed")}
+    (batch,) = {entry.batch_id for entry in read_ledger(spark, tables, "feed")}
     registry = read_registry(spark, tables.registry, "feed")
     others = [replace(e, topic="other", table_name="raw_other") for e in registry]
-    ledger = [replace(e, batch_id="b-other") for e in read_ledger(spark, tables.ledger, "feed")]
+    ledger = [replace(e, batch_id="b-other") for e in read_ledger(spark, tables, "feed")]
     stop = threading.Event()
 
     def rewrite_other_topic() -> None:
@@ -151,7 +151,7 @@ def test_the_newest_committed_batch_is_found_behind_newer_pending_ones(
     write_lines(inbox, "a.json", ['{"id": 1, "ts": "2026-11-01T00:00:00Z"}'])
     ingest(spark, schema, inbox)
     tables = BookkeepingTables.in_schema(schema)
-    (entry,) = read_ledger(spark, tables.ledger, "feed")
+    (entry,) = read_ledger(spark, tables, "feed")
     for n in range(NEWEST_READ + 5):  # killed runs' batches, newer than the committed one
         pending = replace(entry, batch_id=f"{entry.batch_id}-{n:02d}", state="pending")
         write_ledger_batch(spark, tables.ledger, "feed", [pending])

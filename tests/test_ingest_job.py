@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import functions as F
 
-from dynamic_ddl.ingest import job
+from dynamic_ddl.ingest import bookkeeping, job
 from dynamic_ddl.ingest.bookkeeping import (
     QUARANTINE_COLUMNS,
     BookkeepingTables,
+    archive_ledger,
     create_bookkeeping_tables,
     read_ledger,
     read_registry,
@@ -151,7 +152,7 @@ def test_ingestion_times_are_utc_whatever_the_hosts_zone(spark, tmp_path, monkey
     assert day == "2026-11-01"
 
 
-def test_a_bookkeeping_write_replaces_its_own_partition_and_no_other(spark):
+def test_a_bookkeeping_write_replaces_its_own_partition_and_no_other(spark, monkeypatch):
     """Ledger, registry and quarantine writes replace their own partition, a topic named
     with quotes included, and leave every other as it was."""
     spark.sql("drop schema if exists bookkeeping_writes cascade")
@@ -174,7 +175,21 @@ def test_a_bookkeeping_write_replaces_its_own_partition_and_no_other(spark):
         (odd, "b2", "/b", "pending"),
         ("other", "b1", "/c", "committed"),
     ]
-    assert sorted(e.path for e in read_ledger(spark, tables.ledger, odd)) == ["/a", "/a2", "/b"]
+    assert sorted(e.path for e in read_ledger(spark, tables, odd)) == ["/a", "/a2", "/b"]
+    # Archiving moves the topic's older committed batches and no other topic's.
+    write_ledger_batch(spark, tables.ledger, odd, entries("b0", "committed", "/z"))
+    monkeypatch.setattr(bookkeeping, "ARCHIVE_AFTER", 1)
+    assert archive_ledger(spark, tables, odd) == 1  # b0: b1 is the newest committed
+    archived = spark.table(tables.ledger_archive).select("topic", "batch_id", "path", "generation")
+    assert [tuple(row) for row in archived.collect()] == [(odd, "b0", "/z", 1)]
+    spark.sql(f"refresh table {tables.ledger}")
+    assert sorted(tuple(row) for row in ledger.collect()) == [
+        (odd, "b1", "/a", "committed"),
+        (odd, "b1", "/a2", "committed"),
+        (odd, "b2", "/b", "pending"),
+        ("other", "b1", "/c", "committed"),
+    ]
+    assert sorted(e.path for e in read_ledger(spark, tables, odd)) == ["/a", "/a2", "/b", "/z"]
 
     column = RegistryEntry(odd, "raw_t", ("x",), "x", "bigint", "b1", "b2")
     write_registry(spark, tables.registry, odd, [column])

@@ -22,11 +22,14 @@ import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import RETIRED_SUFFIX, local_path, spark_sql, table_location
-from dynamic_ddl.ingest import ledger
+from dynamic_ddl.ingest import bookkeeping, ledger
 from dynamic_ddl.ingest.bookkeeping import (
+    LEDGER_ENTRY_COLUMNS,
     BookkeepingTables,
     bookkeeping_ddl,
+    ledger_entries_sql,
     newest_committed_batch,
+    read_ledger_unlocked,
     unlocked_bookkeeping_ddl,
 )
 from dynamic_ddl.ingest.compaction import compact_topic, stored_partitions
@@ -86,6 +89,7 @@ VOLATILE = {
     "modified_at",
     "first_seen_batch",
     "last_seen_batch",
+    "generation",
 }
 
 
@@ -655,6 +659,43 @@ def _ledger_entries_kept(spark, schema, before, after):
     assert "a.json" in kept, f"the ledger's entries are gone: {kept}"
 
 
+def _ingest_archiving(spark, schema: str, inbox: Path) -> None:
+    """_ingest with a ledger that archives its batches past the first (ARCHIVE_AFTER 1)."""
+    kept = bookkeeping.ARCHIVE_AFTER
+    bookkeeping.ARCHIVE_AFTER = 1
+    try:
+        _ingest(spark, schema, inbox)
+    finally:
+        bookkeeping.ARCHIVE_AFTER = kept
+
+
+def _archived_once(spark, schema, inbox):
+    """A ledger whose first batch is archived (generation 1), its second batch is not
+    yet, and a new file to ingest: the next run archives the second into generation 2."""
+    for number, lines in enumerate(FLAT_BATCHES):
+        _write(inbox, f"{number}.json", lines)
+        _ingest_archiving(spark, schema, inbox)
+    _write(inbox, "c.json", BATCH_1[:1])
+
+
+def _ledger_entries_whole(spark, schema, before, after):
+    """A reader without the lock (lineage, landing models' bound) sees every entry once,
+    wherever the archiving run left it, and the newest committed batch."""
+    tables = BookkeepingTables.in_schema(schema)
+    sql, columns = spark_sql(spark), ", ".join(LEDGER_ENTRY_COLUMNS)
+    entries = read_ledger_unlocked(
+        sql, tables, f"select {columns} from {ledger_entries_sql(sql, tables)} as entries"
+    )
+    seen = sorted((Path(e.path).name, e.first_line, e.state) for e in entries)
+    assert seen == [
+        ("0.json", 1, "committed"),
+        ("1.json", 1, "committed"),
+        ("c.json", 1, "committed"),
+    ]
+    newest = max(e.batch_id for e in entries)
+    assert newest_committed_batch(sql, f"{schema}.raw_kills")[1] == newest
+
+
 def _killed(spark, schema: str, inbox: Path) -> None:
     """A run killed once its rows are written: its batch is left pending."""
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("raw.record_committed")):
@@ -735,6 +776,15 @@ SCENARIOS = [
         _ingest,
         _ledger_entries_kept,
         ("ledger_migration.", "swap."),
+    ),
+    # The ledger's older batches moved to a new generation of its archive, the older
+    # generation dropped (the rows and entries of the batch before it are raw_'s steps).
+    Scenario(
+        "ledger_archive",
+        _archived_once,
+        _ingest_archiving,
+        _ledger_entries_whole,
+        ("ledger_archive.",),
     ),
     # A first commit's own steps (creating the tables); upsert_commit has every other.
     Scenario(
@@ -902,7 +952,7 @@ def test_a_ledger_made_anew_during_a_killed_migration_hides_no_entry(spark, tmp_
     with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("swap.rename_new")):
         _ingest(spark, schema, inbox)
     on_run_start = unlocked_bookkeeping_ddl(spark_sql(spark), tables)
-    assert on_run_start and all(tables.ledger not in ddl for ddl in on_run_start)
+    assert on_run_start and all(f"{tables.ledger} (" not in ddl for ddl in on_run_start)
     _fresh(spark, schema, inbox)
     _ledger_made_anew(spark, schema, inbox)  # as any DDL might
     _ingest(spark, schema, inbox)

@@ -94,6 +94,7 @@ def test_a_topic_added_to_the_config_gets_its_raw_model_in_dbt(project, capsys):
     assert nodes[0]["config"]["meta"] == {"raw_topic": NEW_TOPIC, **override["config"]["meta"]}
     assert set(nodes[0]["depends_on"]["nodes"]) == {
         "source.dynamic_ddl.ingestion.raw_file_ledger",
+        "source.dynamic_ddl.ingestion.raw_file_ledger_archive",
         "source.dynamic_ddl.ingestion.raw_schema_registry",
     }
 

@@ -66,9 +66,9 @@ def session_rows(frame: Any, rows: Sequence[Any] | None = None) -> list[Any]:
     return fixed
 
 
-def read_settled(sql: Sql, table: str, statement: str) -> Sequence[Sequence[Any]]:
-    """The rows of `statement`, a read of `table`, read again while a file it listed is
-    gone by the time it is read.
+def read_settled(sql: Sql, table: str | Sequence[str], statement: str) -> Sequence[Sequence[Any]]:
+    """The rows of `statement`, a read of `table` (or of each of several), read again while
+    a file it listed is gone by the time it is read.
 
     A Parquet partition is overwritten by deleting its files and moving new
     ones in. A query that listed the partition a moment before (another
@@ -82,7 +82,8 @@ def read_settled(sql: Sql, table: str, statement: str) -> Sequence[Sequence[Any]
     while True:
         try:
             if stale:
-                sql(f"refresh table {quoted_table(table)}")
+                for each in [table] if isinstance(table, str) else table:
+                    sql(f"refresh table {quoted_table(each)}")
             return sql(statement)
         except Exception as error:
             if not _listed_file_vanished(error) or time.monotonic() > deadline:

@@ -12,7 +12,8 @@ def model(dbt, session):
     # meta.raw_topic is the topic's entry, for the docs site (the run reads
     # vars.raw_topics; schema_mode, hints, time_formats in the model's meta win).
     dbt.config(materialized="raw_ingest", meta={'raw_topic': {'record_key': ['serial', 'updated_at'], 'event_time': 'updated_at', 'schema_mode': 'evolve', 'hints': {}, 'time_formats': []}})
-    # Ingestion reads these two tables (fresh, by name); declared so lineage shows it.
+    # Ingestion reads these tables (fresh, by name); declared so lineage shows it.
     dbt.source("ingestion", "raw_file_ledger")
+    dbt.source("ingestion", "raw_file_ledger_archive")
     dbt.source("ingestion", "raw_schema_registry")
     return ingest_topic(session, dbt.config.get("raw_ingest"))

@@ -6,6 +6,33 @@
 #}
 with
 
+-- The ledger is its batches' entries and its archive's, each entry once.
+ledger_entries as (
+
+    select
+        topic,
+        batch_id,
+        path,
+        first_line,
+        line_count
+
+    from {{ source('ingestion', 'raw_file_ledger') }}
+
+    where state = 'committed'
+
+    union
+
+    select
+        topic,
+        batch_id,
+        path,
+        first_line,
+        line_count
+
+    from {{ source('ingestion', 'raw_file_ledger_archive') }}
+
+),
+
 ledger as (
 
     select
@@ -13,9 +40,7 @@ ledger as (
         batch_id,
         sum(line_count) as input_lines
 
-    from {{ source('ingestion', 'raw_file_ledger') }}
-
-    where state = 'committed'
+    from ledger_entries
 
     group by 1, 2
 

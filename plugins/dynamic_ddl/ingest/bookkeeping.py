@@ -3,9 +3,11 @@
 One of each per schema, shared by every topic and partitioned by topic, so
 raw models of different topics never write the same partition. The ledger
 holds a row per file per batch and is partitioned by batch too: a batch
-writes its own entries only. Its cost still grows with history: a run reads its
-topic's entries whole, a small file per batch, and each write lists the partitions
-of every topic first (docs/decisions/0005, "A batch as the ledger ages").
+writes its own entries only. Reading a small file per batch made a run's cost grow
+with the topic's history, so the ledger is two tables read as one set: the newest
+batches (at most ARCHIVE_AFTER per topic, a partition each) and the archive, which
+a run rewrites as one new generation per topic when the batches pass that bound
+(archive_ledger; docs/decisions/0005, "A batch as the ledger ages").
 The registry holds a row per column (bounded by the column cap): each write
 overwrites the topic's partition.
 """
@@ -50,6 +52,14 @@ LEDGER_COLUMNS = (
     "batch_id string, state string, recorded_at timestamp, first_line bigint, topic string"
 )
 LEDGER_PARTITIONS = ("topic", "batch_id")
+# The archive: the ledger's columns, partitioned by topic and generation instead.
+LEDGER_ARCHIVE_COLUMNS = (
+    "path string, size_bytes bigint, modified_at double, checksum string, line_count bigint, "
+    "batch_id string, state string, recorded_at timestamp, first_line bigint, topic string, "
+    "generation bigint"
+)
+# Batch partitions a topic's ledger keeps before a run archives its committed ones.
+ARCHIVE_AFTER = 32
 # Columns added to the ledger since it was first created: (column, type).
 ADDED_LEDGER_COLUMNS = (("first_line", "bigint"),)
 REGISTRY_COLUMNS = (
@@ -72,6 +82,7 @@ class BookkeepingTables:
     """Where one schema keeps its ledger, registry and quarantines."""
 
     ledger: str
+    ledger_archive: str  # the ledger's older committed batches (archive_ledger)
     registry: str
     quarantine: str  # lines that did not become rows
     quarantined_values: str  # values `discard_value` kept out of accepted rows
@@ -82,12 +93,14 @@ class BookkeepingTables:
 
 
 def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
-    """`CREATE TABLE IF NOT EXISTS` for the four tables (run by dbt's on-run-start too)."""
+    """`CREATE TABLE IF NOT EXISTS` for the five tables, the ledger first (run by dbt's
+    on-run-start too)."""
     return [
         f"create table if not exists {table} ({columns}) using parquet "
         f"partitioned by ({partitions})"
         for table, columns, partitions in (
             (tables.ledger, LEDGER_COLUMNS, ", ".join(LEDGER_PARTITIONS)),
+            (tables.ledger_archive, LEDGER_ARCHIVE_COLUMNS, "topic, generation"),
             (tables.registry, REGISTRY_COLUMNS, "topic"),
             (tables.quarantine, QUARANTINE_COLUMNS, "topic, batch_id"),
             (tables.quarantined_values, QUARANTINED_VALUES_COLUMNS, "topic, batch_id"),
@@ -107,7 +120,7 @@ def unlocked_bookkeeping_ddl(sql: Sql, tables: BookkeepingTables) -> list[str]:
 
 
 def create_bookkeeping_tables(spark: SparkSession, tables: BookkeepingTables) -> None:
-    """Create the four tables if they do not exist yet; bring an older ledger up to date.
+    """Create the five tables if they do not exist yet; bring an older ledger up to date.
 
     Two raw models may get here at once (dbt threads, two runs): of two
     creates of one table one fails, and either way the table is as wanted.
@@ -222,25 +235,64 @@ def ledger_entry(row: tuple) -> LedgerEntry:
     return LedgerEntry(*fields, first_line=first_line or 1)
 
 
-def read_ledger(spark: SparkSession, table: str, topic: str) -> list[LedgerEntry]:
-    """The topic's ledger rows."""
-    rows = _topic_table(spark, table, topic).select(*LEDGER_ENTRY_COLUMNS).collect()
-    return [ledger_entry(tuple(row)) for row in rows]
+def read_ledger(spark: SparkSession, tables: BookkeepingTables, topic: str) -> list[LedgerEntry]:
+    """The topic's ledger entries, its batches' and its archive's, each once (a run killed
+    while archiving leaves some in both; an archive of an older version may be missing).
+
+    Under the topic's lock: only its holder archives, so the two tables agree."""
+    read = _topic_table(spark, tables.ledger, topic).select(*LEDGER_ENTRY_COLUMNS)
+    if spark.catalog.tableExists(tables.ledger_archive):
+        archived = _topic_table(spark, tables.ledger_archive, topic)
+        read = read.unionByName(archived.select(*LEDGER_ENTRY_COLUMNS))
+    rows = dict.fromkeys(tuple(row) for row in read.collect())
+    return [ledger_entry(row) for row in rows]
 
 
-def ledger_rows_of_file_sql(table: str, path: str) -> str:
-    """The ledger's rows of one inbox file (LEDGER_ENTRY_COLUMNS), any topic."""
+def ledger_entries_sql(sql: Sql, tables: BookkeepingTables) -> str:
+    """A relation (a subquery) of every ledger entry, in LEDGER_ENTRY_COLUMNS and its
+    topic, each once: the batches' and the archive's (when the schema has one yet)."""
+    columns = ", ".join((*LEDGER_ENTRY_COLUMNS, "topic"))
+    entries = f"select {columns} from {quoted_table(tables.ledger)}"
+    if table_exists(sql, tables.ledger_archive):
+        entries += f" union select {columns} from {quoted_table(tables.ledger_archive)}"
+    return f"({entries})"
+
+
+def read_ledger_unlocked(sql: Sql, tables: BookkeepingTables, statement: str) -> list[LedgerEntry]:
+    """The entries `statement` (over ledger_entries_sql) reads, for a reader without the
+    topic's lock: read again while the archive's generations changed during the read (a
+    run archiving writes a generation before it drops the batches it holds, so a read
+    that listed the batches after that drop and the archive before that write would miss
+    them; an unchanged generation rules that out)."""
+    while True:
+        before = _generations(sql, tables.ledger_archive)
+        read = (tables.ledger, tables.ledger_archive) if before else tables.ledger
+        rows = read_settled(sql, read, statement)
+        if _generations(sql, tables.ledger_archive) == before:
+            return [ledger_entry(tuple(row)) for row in rows]
+
+
+def _generations(sql: Sql, archive: str) -> list[str]:
+    """The archive's partitions, every topic's (none when there is no archive yet)."""
+    if not table_exists(sql, archive):
+        return []
+    return sorted(row[0] for row in sql(f"show partitions {quoted_table(archive)}"))
+
+
+def ledger_rows_of_file_sql(entries: str, path: str) -> str:
+    """The rows of one inbox file (LEDGER_ENTRY_COLUMNS), any topic, of `entries`
+    (ledger_entries_sql)."""
     columns = ", ".join(LEDGER_ENTRY_COLUMNS)
-    return f"select {columns} from {table} where path = {string_literal(path)}"
+    return f"select {columns} from {entries} as entries where path = {string_literal(path)}"
 
 
-def ledger_rows_of_continued_files_sql(table: str) -> str:
-    """The ledger's rows (LEDGER_ENTRY_COLUMNS) of every file one of whose entries starts
-    past its first line: grown, or another file renamed, moved or rotated (lineage.moved_to
-    tells them apart), any topic."""
+def ledger_rows_of_continued_files_sql(entries: str) -> str:
+    """The rows (LEDGER_ENTRY_COLUMNS) of `entries` (ledger_entries_sql) of every file one
+    of whose entries starts past its first line: grown, or another file renamed, moved or
+    rotated (lineage.moved_to tells them apart), any topic."""
     columns = ", ".join(LEDGER_ENTRY_COLUMNS)
-    continued = f"select path from {table} where first_line > 1"
-    return f"select {columns} from {table} where path in ({continued})"
+    continued = f"select path from {entries} as continued where first_line > 1"
+    return f"select {columns} from {entries} as entries where path in ({continued})"
 
 
 def write_ledger_batch(
@@ -365,7 +417,7 @@ def newest_committed_batch(sql: Sql, table: str) -> tuple[bool, str | None]:
             f" and topic in ({', '.join(sql_literal(topic) for topic in topics)})",
         )
         return True, row[0]
-    committed = [newest_committed_of_topic(sql, tables.ledger, topic) for topic in topics]
+    committed = [newest_committed_of_topic(sql, tables, topic) for topic in topics]
     return True, max((batch for batch in committed if batch is not None), default=None)
 
 
@@ -373,16 +425,19 @@ def newest_committed_batch(sql: Sql, table: str) -> tuple[bool, str | None]:
 NEWEST_READ = 20
 
 
-def newest_committed_of_topic(sql: Sql, ledger: str, topic: str) -> str | None:
+def newest_committed_of_topic(sql: Sql, tables: BookkeepingTables, topic: str) -> str | None:
     """The newest batch id the ledger has committed for `topic` (None before the first).
 
     The metastore lists the topic's batches (a partition each); only the newest
     are read, NEWEST_READ at a time, until one is committed (most often the first or
     the second: a run still writing, or a killed one, leaves its batch pending).
     Every landing model asks at every run, and reading the state of every entry
-    read a small file per batch the topic ever had: 2.8 s at 4,013 batches, now
-    0.5 s (docs/decisions/0005).
+    read a small file per batch the topic ever had: 2.8 s at 4,013 batches, then
+    0.5 s (docs/decisions/0005). archive_ledger never archives the newest committed
+    batch; the archive is read only when none is listed (a run archived the batches
+    this read listed, after committing a newer one it did not).
     """
+    ledger = tables.ledger
     listed = sql(f"show partitions {quoted_table(ledger)} {partition_spec(['topic'], [topic])}")
     spec = (dict(zip(LEDGER_PARTITIONS, path_values(row[0]), strict=True)) for row in listed)
     batches = sorted((partition["batch_id"] for partition in spec), reverse=True)
@@ -396,4 +451,88 @@ def newest_committed_of_topic(sql: Sql, ledger: str, topic: str) -> str | None:
         )
         if row[0] is not None:
             return row[0]
-    return None
+    if not table_exists(sql, tables.ledger_archive):
+        return None
+    (row,) = read_settled(
+        sql,
+        (tables.ledger, tables.ledger_archive),
+        f"select max(batch_id) from {ledger_entries_sql(sql, tables)} as entries"
+        f" where state = 'committed' and topic = {sql_literal(topic)}",
+    )
+    return row[0]
+
+
+def archive_ledger(spark: SparkSession, tables: BookkeepingTables, topic: str) -> int:
+    """Move the topic's committed batches, but the newest, from the ledger's batch
+    partitions into a new generation of its archive, once it keeps more than
+    ARCHIVE_AFTER batches; the number of batches moved.
+
+    Under the topic's lock (its raw model's run, after its batches). Every step
+    keeps each entry in one table at least, so readers of both (read_ledger,
+    ledger_entries_sql) see every entry at every step, and a killed run's
+    leftovers (two generations, entries in both tables) are read once and
+    folded into the next generation by the next run:
+    1. write generation g + 1: every generation's entries and the moved batches';
+    2. drop the older generations;
+    3. drop the moved batches' partitions.
+    A pending batch (a killed run's, rerun later) stays where its rerun writes it.
+    """
+    sql = spark_sql(spark)
+    listed = sql(
+        f"show partitions {quoted_table(tables.ledger)} {partition_spec(['topic'], [topic])}"
+    )
+    if len(listed) <= ARCHIVE_AFTER:
+        return 0
+    spark.sql(f"refresh table {quoted_table(tables.ledger)}")
+    states = (
+        spark.table(tables.ledger)
+        .where(F.col("topic") == topic)
+        .groupBy("batch_id")
+        .agg(F.min(F.col("state") == "committed").alias("committed"))
+        .where("committed")
+        .collect()
+    )
+    moved = sorted(row.batch_id for row in states)[:-1]  # the newest committed stays
+    if not moved:
+        return 0
+    generations = [int(g) for g in _topic_generations(sql, tables.ledger_archive, topic)]
+    generation = max(generations, default=0) + 1
+    spark.sql(f"refresh table {quoted_table(tables.ledger_archive)}")
+    archived = _topic_table(spark, tables.ledger_archive, topic).drop("generation")
+    batches = spark.table(tables.ledger).where(
+        (F.col("topic") == topic) & F.col("batch_id").isin(moved)
+    )
+    entries = archived.unionByName(batches).distinct()
+    # Materialized first: Spark refuses to overwrite a table the same job reads.
+    written = entries.withColumn("generation", F.lit(generation)).localCheckpoint()
+    steps.reached("ledger_archive.write_generation")
+    aligned(spark, tables.ledger_archive, written).write.insertInto(
+        tables.ledger_archive, overwrite=True
+    )
+    steps.reached("ledger_archive.drop_older_generations")
+    _drop_partitions(
+        sql, tables.ledger_archive, ["topic", "generation"], [[topic, g] for g in generations]
+    )
+    steps.reached("ledger_archive.drop_moved_batches")
+    _drop_partitions(sql, tables.ledger, ["topic", "batch_id"], [[topic, b] for b in moved])
+    return len(moved)
+
+
+# Partitions one `alter table ... drop` names at most.
+DROPPED_AT_ONCE = 500
+
+
+def _drop_partitions(sql: Sql, table: str, columns: list[str], values: list[list]) -> None:
+    """Drop the partitions (`values` of `columns` each), DROPPED_AT_ONCE per statement."""
+    for start in range(0, len(values), DROPPED_AT_ONCE):
+        specs = ", ".join(
+            partition_spec(columns, value) for value in values[start : start + DROPPED_AT_ONCE]
+        )
+        sql(f"alter table {quoted_table(table)} drop if exists {specs}")
+
+
+def _topic_generations(sql: Sql, archive: str, topic: str) -> list[str]:
+    """The generations the topic's archive holds."""
+    listed = sql(f"show partitions {quoted_table(archive)} {partition_spec(['topic'], [topic])}")
+    spec = (dict(zip(("topic", "generation"), path_values(row[0]), strict=True)) for row in listed)
+    return [partition["generation"] for partition in spec]

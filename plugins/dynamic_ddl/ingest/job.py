@@ -55,6 +55,7 @@ from pyspark.sql.types import StringType, StructType, TimestampType
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import RETIRED_SUFFIX, drop_table, recover_swap, spark_sql
 from dynamic_ddl.ingest.bookkeeping import (
+    archive_ledger,
     create_bookkeeping_tables,
     read_ledger,
     read_registry,
@@ -149,7 +150,7 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
     with held(spark_sql(spark), settings.table, settings.lock):
         mend_interrupted_swaps(spark, settings)
         # Read once: under the lock, only this run changes the topic's ledger.
-        ledger = read_ledger(spark, settings.bookkeeping.ledger, settings.topic.name)
+        ledger = read_ledger(spark, settings.bookkeeping, settings.topic.name)
         batches = batches_to_ingest(settings, ledger)
         summaries: list[BatchSummary] = []
         for number, batch in enumerate(batches, start=1):
@@ -172,6 +173,12 @@ def ingest_topic(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
                 pending=pending,
             ):
                 PROGRESS.info(result.message())
+        archived = archive_ledger(spark, settings.bookkeeping, settings.topic.name)
+        if archived:
+            PROGRESS.info(
+                f"{settings.table}: the ledger's entries of {archived} committed batches moved"
+                f" to {settings.bookkeeping.ledger_archive}"
+            )
     rows = [tuple(vars(summary).values()) for summary in summaries]
     return local_dataframe(spark, rows, SUMMARY_COLUMNS)
 

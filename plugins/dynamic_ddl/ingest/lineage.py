@@ -17,12 +17,13 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from dynamic_ddl.catalog import Sql, read_settled
+from dynamic_ddl.catalog import Sql
 from dynamic_ddl.ingest.bookkeeping import (
     BookkeepingTables,
-    ledger_entry,
+    ledger_entries_sql,
     ledger_rows_of_continued_files_sql,
     ledger_rows_of_file_sql,
+    read_ledger_unlocked,
 )
 from dynamic_ddl.ingest.ledger import BOM, CHUNK_BYTES, COMMITTED, Gunzip, LedgerEntry
 
@@ -180,17 +181,14 @@ def original_line_in_ledger(
     runs it): the file's entries, then, only if the file moved, those of the files that
     continued another (found by review: only the file's own were read, so a moved one
     was never found)."""
-    ledger = BookkeepingTables.in_schema(schema).ledger
-
-    def entries(statement: str) -> list[LedgerEntry]:
-        return [ledger_entry(row) for row in read_settled(sql, ledger, statement)]
-
+    tables = BookkeepingTables.in_schema(schema)
+    every_entry = ledger_entries_sql(sql, tables)
     return original_line(
-        entries(ledger_rows_of_file_sql(ledger, source_file)),
+        read_ledger_unlocked(sql, tables, ledger_rows_of_file_sql(every_entry, source_file)),
         source_file,
         line_number,
         batch_id,
-        lambda: entries(ledger_rows_of_continued_files_sql(ledger)),
+        lambda: read_ledger_unlocked(sql, tables, ledger_rows_of_continued_files_sql(every_entry)),
     )
 
 

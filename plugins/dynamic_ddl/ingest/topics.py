@@ -69,6 +69,7 @@ LIMIT_SETTINGS = ("max_line_bytes", "max_depth", "max_columns", "max_batch_files
 # tables are: no topic's raw table (`raw_<topic>`) may take one of these names.
 BOOKKEEPING_NAMES = {
     "ledger": "raw_file_ledger",
+    "ledger_archive": "raw_file_ledger_archive",
     "registry": "raw_schema_registry",
     "quarantine": "raw_quarantine",
     "quarantined_values": "raw_quarantined_values",
