@@ -13,11 +13,15 @@ import pytest
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import spark_sql
+from dynamic_ddl.ingest import bookkeeping
 from dynamic_ddl.ingest.bookkeeping import (
+    LEDGER_ENTRY_COLUMNS,
     NEWEST_READ,
     BookkeepingTables,
+    archive_ledger,
     newest_committed_batch,
     read_ledger,
+    read_ledger_unlocked,
     read_registry,
     write_ledger_batch,
     write_registry,
@@ -160,3 +164,68 @@ def test_the_newest_committed_batch_is_found_behind_newer_pending_ones(
     newer = replace(entry, batch_id=f"{entry.batch_id}-03", state="committed")
     write_ledger_batch(spark, tables.ledger, "feed", [newer])
     assert newest_committed_batch(spark_sql(spark), table) == (True, newer.batch_id)
+
+
+def _archiving_once(monkeypatch, spark, tables: BookkeepingTables, before_read: bool):
+    """read_settled, but at its first read of the ledger a raw run commits one more batch
+    and archives every older one: just before the read (the reader listed the batches
+    already) or just after it (the archive's generations change under the reader). The
+    calls that read the ledger."""
+    calls = []
+    read = bookkeeping.read_settled
+
+    def archive() -> None:
+        entry = max(read_ledger(spark, tables, "feed"), key=lambda e: e.batch_id)
+        newest = replace(entry, batch_id="99999999T999999Z-newest", state="committed")
+        write_ledger_batch(spark, tables.ledger, "feed", [newest])
+        assert archive_ledger(spark, tables, "feed") == 3
+
+    def racing(sql, table, statement):
+        if tables.ledger not in ([table] if isinstance(table, str) else table):
+            return read(sql, table, statement)
+        calls.append(statement)
+        if len(calls) == 1 and before_read:
+            archive()
+        rows = read(sql, table, statement)
+        if len(calls) == 1 and not before_read:
+            archive()
+        return rows
+
+    monkeypatch.setattr(bookkeeping, "ARCHIVE_AFTER", 0)
+    monkeypatch.setattr(bookkeeping, "read_settled", racing)
+    return calls
+
+
+def _three_batches(spark, schema, inbox: Path) -> BookkeepingTables:
+    for name in ("a", "b", "c"):
+        write_lines(inbox, f"{name}.json", [f'{{"id": "{name}", "ts": "2026-11-01T00:00:00Z"}}'])
+        ingest(spark, schema, inbox)
+    return BookkeepingTables.in_schema(schema)
+
+
+def test_the_bound_is_found_when_a_run_archives_the_batches_a_reader_listed(
+    spark, schema, tmp_path: Path, monkeypatch
+):
+    """A landing model lists the ledger's batches, then reads their states; a raw run
+    committing a batch and archiving the older ones in between leaves none of the listed
+    batches: the bound is then read from the archive, never taken for "nothing yet"."""
+    tables = _three_batches(spark, schema, tmp_path / "inbox")
+    committed = max(entry.batch_id for entry in read_ledger(spark, tables, "feed"))
+    _archiving_once(monkeypatch, spark, tables, before_read=True)
+    known, bound = newest_committed_batch(spark_sql(spark), f"{schema}.raw_feed")
+    assert known and bound is not None and bound >= committed
+
+
+def test_a_reader_without_the_lock_reads_again_when_a_run_archived_meanwhile(
+    spark, schema, tmp_path: Path, monkeypatch
+):
+    """Lineage reads the ledger and its archive without the topic's lock: when the
+    archive's generations changed during its read, it reads again, and sees every entry."""
+    tables = _three_batches(spark, schema, tmp_path / "inbox")
+    calls = _archiving_once(monkeypatch, spark, tables, before_read=False)
+    columns = ", ".join(LEDGER_ENTRY_COLUMNS)
+    entries = read_ledger_unlocked(
+        spark_sql(spark), tables, lambda every: f"select {columns} from {every} as entries"
+    )
+    assert len(calls) == 2  # read again
+    assert sorted(Path(e.path).name for e in entries) == ["a.json", "b.json", "c.json", "c.json"]

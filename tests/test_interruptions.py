@@ -27,7 +27,6 @@ from dynamic_ddl.ingest.bookkeeping import (
     LEDGER_ENTRY_COLUMNS,
     BookkeepingTables,
     bookkeeping_ddl,
-    ledger_entries_sql,
     newest_committed_batch,
     read_ledger_unlocked,
     unlocked_bookkeeping_ddl,
@@ -684,7 +683,7 @@ def _ledger_entries_whole(spark, schema, before, after):
     tables = BookkeepingTables.in_schema(schema)
     sql, columns = spark_sql(spark), ", ".join(LEDGER_ENTRY_COLUMNS)
     entries = read_ledger_unlocked(
-        sql, tables, f"select {columns} from {ledger_entries_sql(sql, tables)} as entries"
+        sql, tables, lambda every: f"select {columns} from {every} as entries"
     )
     seen = sorted((Path(e.path).name, e.first_line, e.state) for e in entries)
     assert seen == [

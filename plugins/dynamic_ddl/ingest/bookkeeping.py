@@ -5,8 +5,8 @@ raw models of different topics never write the same partition. The ledger
 holds a row per file per batch and is partitioned by batch too: a batch
 writes its own entries only. Reading a small file per batch made a run's cost grow
 with the topic's history, so the ledger is two tables read as one set: the newest
-batches (at most ARCHIVE_AFTER per topic, a partition each) and the archive, which
-a run rewrites as one new generation per topic when the batches pass that bound
+batches (ARCHIVE_AFTER per topic, plus a run's own, a partition each) and the archive,
+which a run rewrites as one new generation per topic when the batches pass that bound
 (archive_ledger; docs/decisions/0005, "A batch as the ledger ages").
 The registry holds a row per column (bounded by the column cap): each write
 overwrites the topic's partition.
@@ -14,6 +14,7 @@ overwrites the topic's partition.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -132,6 +133,7 @@ def create_bookkeeping_tables(spark: SparkSession, tables: BookkeepingTables) ->
     ledger_ddl, *other_ddl = bookkeeping_ddl(tables)
     for statement in other_ddl:
         _tolerating_a_racing_twin(spark, statement)
+    add_missing_ledger_columns(spark, tables.ledger_archive)
     if not _ledger_ready(sql, tables.ledger):
         with held(sql, tables.ledger, LockSettings.from_env()):
             _settle_ledger(spark, tables.ledger, ledger_ddl)
@@ -164,11 +166,17 @@ def _settle_ledger(spark: SparkSession, ledger: str, ddl: str) -> None:
     steps.reached("ledger_migration.drop_retired")
     drop_table(sql, retired)
     spark.sql(ddl)
-    for column, data_type in ADDED_LEDGER_COLUMNS:
-        if column not in spark.table(ledger).columns:
-            spark.sql(f"alter table {ledger} add columns ({quoted_identifier(column)} {data_type})")
+    add_missing_ledger_columns(spark, ledger)
     if tuple(partition_columns(sql, ledger)) != LEDGER_PARTITIONS:
         _migrate_ledger(spark, ledger)
+
+
+def add_missing_ledger_columns(spark: SparkSession, table: str) -> None:
+    """Add to the ledger or its archive the columns added since it was created
+    (ADDED_LEDGER_COLUMNS): the two are read as one set."""
+    for column, data_type in ADDED_LEDGER_COLUMNS:
+        if column not in spark.table(table).columns:
+            spark.sql(f"alter table {table} add columns ({quoted_identifier(column)} {data_type})")
 
 
 def _emptied(sql: Sql, ledger: str, retired: str) -> bool:
@@ -258,24 +266,27 @@ def ledger_entries_sql(sql: Sql, tables: BookkeepingTables) -> str:
     return f"({entries})"
 
 
-def read_ledger_unlocked(sql: Sql, tables: BookkeepingTables, statement: str) -> list[LedgerEntry]:
-    """The entries `statement` (over ledger_entries_sql) reads, for a reader without the
-    topic's lock: read again while the archive's generations changed during the read (a
-    run archiving writes a generation before it drops the batches it holds, so a read
-    that listed the batches after that drop and the archive before that write would miss
-    them; an unchanged generation rules that out)."""
+def read_ledger_unlocked(
+    sql: Sql, tables: BookkeepingTables, query: Callable[[str], str]
+) -> list[LedgerEntry]:
+    """The entries `query(<every entry: ledger_entries_sql>)` reads (LEDGER_ENTRY_COLUMNS),
+    for a reader without the topic's lock: read again while the archive changed during
+    the read. A run archiving writes a generation before it drops the batches it holds,
+    so a read that listed the batches after that drop and the archive before that write
+    would miss them; an unchanged list of generations rules that out. The query is made
+    anew each time: the archive may have been created meanwhile (review)."""
     while True:
         before = _generations(sql, tables.ledger_archive)
-        read = (tables.ledger, tables.ledger_archive) if before else tables.ledger
-        rows = read_settled(sql, read, statement)
+        read = tables.ledger if before is None else (tables.ledger, tables.ledger_archive)
+        rows = read_settled(sql, read, query(ledger_entries_sql(sql, tables)))
         if _generations(sql, tables.ledger_archive) == before:
             return [ledger_entry(tuple(row)) for row in rows]
 
 
-def _generations(sql: Sql, archive: str) -> list[str]:
-    """The archive's partitions, every topic's (none when there is no archive yet)."""
+def _generations(sql: Sql, archive: str) -> list[str] | None:
+    """The archive's partitions, every topic's (None when there is no archive yet)."""
     if not table_exists(sql, archive):
-        return []
+        return None
     return sorted(row[0] for row in sql(f"show partitions {quoted_table(archive)}"))
 
 
@@ -504,7 +515,7 @@ def archive_ledger(spark: SparkSession, tables: BookkeepingTables, topic: str) -
     )
     entries = archived.unionByName(batches).distinct()
     # Materialized first: Spark refuses to overwrite a table the same job reads.
-    written = entries.withColumn("generation", F.lit(generation)).localCheckpoint()
+    written = entries.withColumn("generation", F.lit(generation)).coalesce(1).localCheckpoint()
     steps.reached("ledger_archive.write_generation")
     aligned(spark, tables.ledger_archive, written).write.insertInto(
         tables.ledger_archive, overwrite=True

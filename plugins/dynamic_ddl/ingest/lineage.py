@@ -20,7 +20,6 @@ from pathlib import Path
 from dynamic_ddl.catalog import Sql
 from dynamic_ddl.ingest.bookkeeping import (
     BookkeepingTables,
-    ledger_entries_sql,
     ledger_rows_of_continued_files_sql,
     ledger_rows_of_file_sql,
     read_ledger_unlocked,
@@ -182,13 +181,14 @@ def original_line_in_ledger(
     continued another (found by review: only the file's own were read, so a moved one
     was never found)."""
     tables = BookkeepingTables.in_schema(schema)
-    every_entry = ledger_entries_sql(sql, tables)
     return original_line(
-        read_ledger_unlocked(sql, tables, ledger_rows_of_file_sql(every_entry, source_file)),
+        read_ledger_unlocked(
+            sql, tables, lambda every: ledger_rows_of_file_sql(every, source_file)
+        ),
         source_file,
         line_number,
         batch_id,
-        lambda: read_ledger_unlocked(sql, tables, ledger_rows_of_continued_files_sql(every_entry)),
+        lambda: read_ledger_unlocked(sql, tables, ledger_rows_of_continued_files_sql),
     )
 
 
