@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
+from dynamic_ddl import steps
 from dynamic_ddl.catalog import local_path
 from dynamic_ddl.locks import RUN_LOCK, WAIT_ENV, LockSettings, acquire, release
 from tests.adapter.targets import session_profile
@@ -66,7 +67,20 @@ BATCHES = {
     1: [("a", "on", 1, False, 0), ("b", "on", 1, False, 1), ("c", "on", 1, False, 2)],
     # a: newer; b: an older update arriving late; c: deleted.
     2: [("a", "off", 2, False, 0), ("b", "stale", 0, False, 1), ("c", None, 3, True, 2)],
+    3: [("d", "on", 4, False, 3)],
 }
+
+# Says, in every row, whether dbt built it as a first build or as an increment.
+FLAG_MODEL = """
+{{ config(materialized='incremental', incremental_strategy='upsert', unique_key='device',
+          ordering_field='log_ts', partition_by=['bucket']) }}
+select device, log_ts, bucket, batch,
+    {{ "'increment'" if is_incremental() else "'first build'" }} as built_as
+from {{ source('feed', 'updates') }}
+{% if is_incremental() %}
+where batch > (select coalesce(max(batch), 0) from {{ this }})
+{% endif %}
+"""
 
 
 @contextmanager
@@ -213,6 +227,34 @@ class UpsertModelsSuite:
         assert pulled_after == pulled_before
         failed = run_dbt(["run", "--select", "lnd_sql"], expect_pass=False)
         assert "run-operation repartition" in failed[0].message
+
+    def test_a_table_a_killed_repartition_hid_is_back_before_its_model_renders(self, project):
+        """Found by review: a repartition killed between its swap's two renames left the
+        table's name empty; dbt saw no table and ran the model as a first build, whose
+        commit put the table back only then. The run now puts it back first, and the
+        model builds its increment (after test_both_faces_..., on its `updates`)."""
+        write_file(FLAG_MODEL, project.project_root, "models", "lnd_flag.sql")
+        run_dbt(["run", "--select", "lnd_flag"])
+        repartition = ["run-operation", "repartition", "--args"]
+        with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("swap.rename_new")):
+            run_dbt([*repartition, "{model: lnd_flag, partition_by: [device]}"])
+        listed = project.run_sql(f"show tables in {project.test_schema} like 'lnd_flag*'", "all")
+        assert "lnd_flag" not in {row[1] for row in listed}  # hidden
+        self._load(project, 3)
+        run_dbt(["run", "--select", "lnd_flag"])
+        rows = project.run_sql(
+            f"select device, built_as from {project.test_schema}.lnd_flag order by device", "all"
+        )
+        assert [tuple(row) for row in rows] == [
+            ("a", "first build"),
+            ("b", "first build"),
+            ("c", "first build"),
+            ("d", "increment"),
+        ]
+        layout = [
+            row[0] for row in project.run_sql(f"describe {project.test_schema}.lnd_flag", "all")
+        ]
+        assert layout[layout.index("# Partition Information") + 2 :] == ["bucket"]
 
 
 class TestUpsertModelsSession(UpsertModelsSuite):

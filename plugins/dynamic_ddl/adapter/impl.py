@@ -446,6 +446,23 @@ class DynamicSparkAdapter(SparkAdapter):
         if lock.lost is not None:
             _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
 
+    def list_relations_without_caching(self, schema_relation: Any) -> list[Any]:
+        """The schema's relations, once a table a killed repartition hid is back.
+
+        dbt lists a schema before any model renders: a hidden table was taken for
+        a missing one, and its model built as new (care.undo_hiding_repartitions).
+        """
+        from dynamic_ddl.upsert.care import undo_hiding_repartitions
+
+        if schema_relation.schema:
+            for table in undo_hiding_repartitions(self._fetch_rows, schema_relation.schema):
+                _LOGGER.warning(
+                    f"{table}: a repartition killed between its two renames hid the table;"
+                    " it is back under its layout before. Run the repartition again if it"
+                    " is wanted."
+                )
+        return super().list_relations_without_caching(schema_relation)
+
     def _list_cached_schemas_again(self) -> None:
         """Replace dbt's relation cache, filled before this run held its lock: another run
         may have built or dropped tables since (and a listing taken while it worked can

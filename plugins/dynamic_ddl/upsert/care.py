@@ -31,13 +31,16 @@ from datetime import UTC, datetime
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
+    RETIRED_SUFFIX,
     Sql,
     job_folders,
+    schema_exists,
     table_columns,
+    table_exists,
     table_location,
 )
 from dynamic_ddl.locks import held
-from dynamic_ddl.sql_text import quoted_identifier
+from dynamic_ddl.sql_text import quoted_identifier, string_literal
 from dynamic_ddl.upsert.commits import next_commit_id
 from dynamic_ddl.upsert.protocol import (
     clean_versions,
@@ -46,7 +49,12 @@ from dynamic_ddl.upsert.protocol import (
     refuse_dropping_savepoints,
     stored_versions,
 )
-from dynamic_ddl.upsert.relayout import start_repartition, tombstones_predicate
+from dynamic_ddl.upsert.relayout import (
+    INTERIM_SUFFIX,
+    finish_repartition,
+    start_repartition,
+    tombstones_predicate,
+)
 from dynamic_ddl.upsert.spec import COMMIT_ID, COMMIT_TS, UpsertError, UpsertSpec
 
 
@@ -157,3 +165,32 @@ def refuse_merging_keys(
             f" {', '.join(dropped)} among the partition columns, or set global_key and"
             " rebuild the model with --full-refresh."
         )
+
+
+def undo_hiding_repartitions(sql: Sql, schema: str) -> list[str]:
+    """Put back, each under its lock, every upsert table of `schema` a repartition killed
+    between its swap's two renames left hidden (its rows under the retired name), and
+    undo that repartition (relayout.finish_repartition); the tables put back.
+
+    The adapter does this whenever dbt lists the schema (before any model renders).
+    Found by review: dbt saw no table, so the model ran its SQL as
+    a first build (`is_incremental()` false) and its commit put the table back only
+    then; a model whose first build differs from its increments (lnd_media's
+    dropped media) came out wrong. Only a hidden table with an interim copy and a
+    version store is one: a raw child table may end in the interim's suffix too.
+    """
+    if not schema_exists(sql, schema):
+        return []
+    pattern = string_literal(f"*{INTERIM_SUFFIX}")
+    listed = sql(f"show tables in {quoted_identifier(schema)} like {pattern}")
+    hidden = []
+    for name in sorted(row[1] for row in listed if row[1].endswith(INTERIM_SUFFIX)):
+        spec = UpsertSpec(f"{schema}.{name.removesuffix(INTERIM_SUFFIX)}")
+        if table_exists(sql, spec.target) or not table_exists(sql, spec.target + RETIRED_SUFFIX):
+            continue
+        if not table_exists(sql, spec.versions):
+            continue
+        with held(sql, spec.target):
+            finish_repartition(sql, spec)
+        hidden.append(spec.target)
+    return hidden
