@@ -468,6 +468,19 @@ def test_a_delete_marker_the_result_lacks_is_refused_before_anything_changes():
     refuse_missing_columns(UpsertSpec("s.t", ("id",), "ts", delete_marker="is_deleted"), columns)
 
 
+def test_a_delete_marker_that_is_not_boolean_is_refused_before_anything_changes():
+    """Found by review: a string marker failed the commit at its first value other than
+    true or false (a cast under ANSI mode), and a number was read as "not 0" (a status
+    code deleted its key). The error names the fix, before a full refresh drops anything."""
+    spec = UpsertSpec("s.t", ("id",), "ts", delete_marker="gone")
+    for marker_type in ("string", "int", "double"):
+        columns = [("id", "int"), ("ts", "timestamp"), ("gone", marker_type)]
+        with pytest.raises(UpsertError, match=f"'gone' is a {marker_type} column; it must be"):
+            refuse_missing_columns(spec, columns)
+    for marker_type in ("boolean", "void"):  # `null as gone` deletes nothing
+        refuse_missing_columns(spec, [("id", "int"), ("ts", "timestamp"), ("gone", marker_type)])
+
+
 def test_a_result_column_named_as_the_commits_own_is_refused_before_anything_changes():
     """Found by review: a model carrying its upstream's `_commit_id` passed the check a
     full refresh makes before its drop, then failed on a duplicate column: the table

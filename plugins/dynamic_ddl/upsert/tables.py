@@ -33,8 +33,8 @@ LINEAGE = [(COMMIT_ID, "string"), (COMMIT_TS, "timestamp")]
 
 def refuse_missing_columns(spec: UpsertSpec, source_columns: list[tuple[str, str]]) -> None:
     """UpsertError when a column the config names is not in the model's result (its
-    delete marker, which the commit reads apart, names none), or the result holds a
-    column the commit makes (spec.is_reserved)."""
+    delete marker, which the commit reads apart, names none), the delete marker is not
+    boolean, or the result holds a column the commit makes (spec.is_reserved)."""
     # The delete marker is read apart, never a column of the merge: `_deleted` may be one.
     reserved = sorted(n for n, _ in source_columns if is_reserved(n) and n != spec.delete_marker)
     if reserved:
@@ -50,6 +50,15 @@ def refuse_missing_columns(spec: UpsertSpec, source_columns: list[tuple[str, str
         raise UpsertError(
             f"Upsert into {spec.target}: delete_marker {marker!r} is not a column of the"
             " model's result; name it as the model spells it (case included)."
+        )
+    marker_type = dict(source_columns).get(marker, "boolean") if marker else "boolean"
+    if marker_type.lower() not in {"boolean", "void"}:
+        # Found by review: a string marker failed the commit on its first value other
+        # than true or false, and a number was read as "not 0" (a status code deleted).
+        raise UpsertError(
+            f"Upsert into {spec.target}: delete_marker {marker!r} is a {marker_type} column;"
+            " it must be boolean (true removes the key). Make it one in the model, e.g."
+            f" `coalesce(status = 'deleted', false) as {marker}`."
         )
     names = {n.lower() for n, _ in source_columns if n != marker}
     named = (*spec.unique_key, *spec.ranking_columns)

@@ -22,7 +22,8 @@
             scratch then keeps the row incremental runs keep. Without it the incoming
             row wins a tie across runs, the greater content within one run
         partition_by: partition columns; only partitions holding a changed key are rewritten
-        delete_marker: a boolean column; a winning row with true removes its key
+        delete_marker: a boolean column (another type is refused); a winning row with
+            true removes its key
         tombstone_days: with delete_marker, how many days after its commit a delete
             is remembered (default 30): an update older than the delete that
             arrives later does not bring the key back; 0 remembers none
