@@ -231,30 +231,58 @@ class UpsertModelsSuite:
     def test_a_table_a_killed_repartition_hid_is_back_before_its_model_renders(self, project):
         """Found by review: a repartition killed between its swap's two renames left the
         table's name empty; dbt saw no table and ran the model as a first build, whose
-        commit put the table back only then. The run now puts it back first, and the
-        model builds its increment (after test_both_faces_..., on its `updates`)."""
+        commit put the table back only then. The run now puts it back first: killed at
+        its first swap the repartition is undone and the model builds its increment;
+        killed at its last, it is finished (the model must then say its layout)."""
+        schema = project.test_schema
+        project.run_sql(
+            f"create table if not exists {schema}.updates (device string, state string,"
+            " log_ts bigint, gone boolean, bucket int, batch int) using parquet"
+        )
+        for batch in (1, 2):
+            if not project.run_sql(f"select 1 from {schema}.updates where batch = {batch}", "all"):
+                self._load(project, batch)
         write_file(FLAG_MODEL, project.project_root, "models", "lnd_flag.sql")
         run_dbt(["run", "--select", "lnd_flag"])
-        repartition = ["run-operation", "repartition", "--args"]
-        with pytest.raises(steps.Interrupted), steps.hooked(steps.interrupt_on("swap.rename_new")):
-            run_dbt([*repartition, "{model: lnd_flag, partition_by: [device]}"])
-        listed = project.run_sql(f"show tables in {project.test_schema} like 'lnd_flag*'", "all")
-        assert "lnd_flag" not in {row[1] for row in listed}  # hidden
+
+        def repartition_killed_at_swap(nth: int) -> None:
+            seen = []
+
+            def kill(step: str) -> None:
+                seen.append(step)
+                if seen.count("swap.rename_new") == nth and step == "swap.rename_new":
+                    raise steps.Interrupted(step)
+
+            args = "{model: lnd_flag, partition_by: [device]}"
+            with pytest.raises(steps.Interrupted), steps.hooked(kill):
+                run_dbt(["run-operation", "repartition", "--args", args])
+            listed = project.run_sql(f"show tables in {schema} like 'lnd_flag*'", "all")
+            assert "lnd_flag" not in {row[1] for row in listed}  # hidden
+
+        def layout() -> list[str]:
+            described = [row[0] for row in project.run_sql(f"describe {schema}.lnd_flag", "all")]
+            return described[described.index("# Partition Information") + 2 :]
+
+        repartition_killed_at_swap(1)
         self._load(project, 3)
-        run_dbt(["run", "--select", "lnd_flag"])
-        rows = project.run_sql(
-            f"select device, built_as from {project.test_schema}.lnd_flag order by device", "all"
-        )
+        _, logs = run_dbt_and_capture(["run", "--select", "lnd_flag"])
+        assert "the repartition undone" in logs
+        rows = project.run_sql(f"select device, built_as from {schema}.lnd_flag order by 1", "all")
         assert [tuple(row) for row in rows] == [
             ("a", "first build"),
             ("b", "first build"),
             ("c", "first build"),
             ("d", "increment"),
         ]
-        layout = [
-            row[0] for row in project.run_sql(f"describe {project.test_schema}.lnd_flag", "all")
-        ]
-        assert layout[layout.index("# Partition Information") + 2 :] == ["bucket"]
+        assert layout() == ["bucket"]
+
+        repartition_killed_at_swap(2)
+        failed, logs = run_dbt_and_capture(["run", "--select", "lnd_flag"], expect_pass=False)
+        assert "it is finished: the table has its new layout" in logs
+        assert "run-operation repartition" in logs  # the model's partition_by differs
+        assert layout() == ["device"]
+        rows = project.run_sql(f"select device, built_as from {schema}.lnd_flag order by 1", "all")
+        assert [row[0] for row in rows] == ["a", "b", "c", "d"]
 
 
 class TestUpsertModelsSession(UpsertModelsSuite):

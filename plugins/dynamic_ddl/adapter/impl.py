@@ -15,6 +15,7 @@ from dbt.adapters.spark import SparkAdapter, SparkColumn
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import KEY_TABLE_OWNER, KEY_TABLE_STATISTICS
 from dbt.artifacts.resources import ColumnInfo
+from dbt.flags import get_flags
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dynamic_ddl.adapter.connections import DynamicSparkConnectionManager
@@ -29,6 +30,20 @@ from dynamic_ddl.adapter.discovered_columns import (
 from dynamic_ddl.adapter.python_jobs import ConnectPythonJobHelper, SessionPythonJobHelper
 from dynamic_ddl.catalog import is_heading, read_settled, struct_types_for_ddl
 from dynamic_ddl.sql_text import quoted_identifier
+
+# Commands that build models: a table a killed repartition hid is mended when they list
+# its schema (DynamicSparkAdapter.list_relations_without_caching).
+BUILDING = {"run", "build", "seed", "snapshot"}
+MENDED = {
+    "undone": (
+        "a repartition killed between its first swap's two renames hid the table; it is"
+        " back under its layout before, the repartition undone: run it again if wanted."
+    ),
+    "finished": (
+        "a repartition killed between its last swap's two renames hid the table; it is"
+        " finished: the table has its new layout, which the model's partition_by must say."
+    ),
+}
 
 
 class DynamicSparkAdapter(SparkAdapter):
@@ -447,21 +462,32 @@ class DynamicSparkAdapter(SparkAdapter):
             _LOGGER.warning(f"The run lock on {schema} was not renewed: {lock.lost}")
 
     def list_relations_without_caching(self, schema_relation: Any) -> list[Any]:
-        """The schema's relations, once a table a killed repartition hid is back.
-
-        dbt lists a schema before any model renders: a hidden table was taken for
-        a missing one, and its model built as new (care.undo_hiding_repartitions).
-        """
-        from dynamic_ddl.upsert.care import undo_hiding_repartitions
-
-        if schema_relation.schema:
-            for table in undo_hiding_repartitions(self._fetch_rows, schema_relation.schema):
-                _LOGGER.warning(
-                    f"{table}: a repartition killed between its two renames hid the table;"
-                    " it is back under its layout before. Run the repartition again if it"
-                    " is wanted."
-                )
+        """The schema's relations, once a table a killed repartition hid is back (when
+        this command builds models: dbt lists a schema before any model renders, and
+        took a hidden table for a missing one, building its model as new)."""
+        if schema_relation.schema and getattr(get_flags(), "WHICH", None) in BUILDING:
+            self._mend_hidden_tables(schema_relation.schema)
         return super().list_relations_without_caching(schema_relation)
+
+    def _mend_hidden_tables(self, schema: str) -> None:
+        """care.mend_hidden_table for each table a killed repartition hid, without waiting
+        for a lock another process holds (its holder, or the model's commit, mends it);
+        a table that cannot be mended is named in a warning, and the listing goes on."""
+        from dynamic_ddl.locks import LockSettings
+        from dynamic_ddl.upsert.care import hidden_by_repartitions, mend_hidden_table
+
+        for spec in hidden_by_repartitions(self._fetch_rows, schema):
+            try:
+                done = mend_hidden_table(self._fetch_rows, spec, LockSettings(wait_seconds=0))
+            except Exception as error:
+                _LOGGER.warning(
+                    f"{spec.target} is hidden by a repartition killed between its two renames"
+                    f" and was left so ({str(error).splitlines()[0]}); its model's next commit"
+                    " puts it back."
+                )
+                continue
+            if done is not None:
+                _LOGGER.warning(f"{spec.target}: {MENDED[done]}")
 
     def _list_cached_schemas_again(self) -> None:
         """Replace dbt's relation cache, filled before this run held its lock: another run

@@ -39,7 +39,7 @@ from dynamic_ddl.catalog import (
     table_exists,
     table_location,
 )
-from dynamic_ddl.locks import held
+from dynamic_ddl.locks import LockSettings, held
 from dynamic_ddl.sql_text import quoted_identifier, string_literal
 from dynamic_ddl.upsert.commits import next_commit_id
 from dynamic_ddl.upsert.protocol import (
@@ -167,30 +167,40 @@ def refuse_merging_keys(
         )
 
 
-def undo_hiding_repartitions(sql: Sql, schema: str) -> list[str]:
-    """Put back, each under its lock, every upsert table of `schema` a repartition killed
-    between its swap's two renames left hidden (its rows under the retired name), and
-    undo that repartition (relayout.finish_repartition); the tables put back.
-
-    The adapter does this whenever dbt lists the schema (before any model renders).
-    Found by review: dbt saw no table, so the model ran its SQL as
-    a first build (`is_incremental()` false) and its commit put the table back only
-    then; a model whose first build differs from its increments (lnd_media's
-    dropped media) came out wrong. Only a hidden table with an interim copy and a
-    version store is one: a raw child table may end in the interim's suffix too.
-    """
+def hidden_by_repartitions(sql: Sql, schema: str) -> list[UpsertSpec]:
+    """The upsert tables of `schema` a repartition killed between its swap's two renames
+    left hidden: the name empty, the rows under the retired name. Only a hidden table
+    with an interim copy and a version store is one (a raw child table may end in the
+    interim's suffix too)."""
     if not schema_exists(sql, schema):
         return []
     pattern = string_literal(f"*{INTERIM_SUFFIX}")
     listed = sql(f"show tables in {quoted_identifier(schema)} like {pattern}")
-    hidden = []
-    for name in sorted(row[1] for row in listed if row[1].endswith(INTERIM_SUFFIX)):
-        spec = UpsertSpec(f"{schema}.{name.removesuffix(INTERIM_SUFFIX)}")
-        if table_exists(sql, spec.target) or not table_exists(sql, spec.target + RETIRED_SUFFIX):
-            continue
-        if not table_exists(sql, spec.versions):
-            continue
-        with held(sql, spec.target):
-            finish_repartition(sql, spec)
-        hidden.append(spec.target)
-    return hidden
+    names = sorted(row[1] for row in listed if row[1].endswith(INTERIM_SUFFIX))
+    specs = [UpsertSpec(f"{schema}.{name.removesuffix(INTERIM_SUFFIX)}") for name in names]
+    return [spec for spec in specs if _hidden(sql, spec)]
+
+
+def _hidden(sql: Sql, spec: UpsertSpec) -> bool:
+    return (
+        not table_exists(sql, spec.target)
+        and table_exists(sql, spec.target + RETIRED_SUFFIX)
+        and table_exists(sql, spec.versions)
+    )
+
+
+def mend_hidden_table(sql: Sql, spec: UpsertSpec, lock: LockSettings | None = None) -> str | None:
+    """Under the table's lock, put back a table hidden_by_repartitions found, and undo or
+    finish its repartition (relayout.finish_repartition): "undone" (killed at its first
+    swap), "finished" (at its last) or None (mended meanwhile by its holder).
+
+    A dbt run does this when it lists the schema, before any model renders. Found by
+    review: dbt saw no table, so the model ran its SQL as a first build
+    (`is_incremental()` false) and its commit put the table back only then; a model
+    whose first build differs from its increments (lnd_media's dropped media) came
+    out wrong.
+    """
+    with held(sql, spec.target, lock):
+        if not _hidden(sql, spec):
+            return None
+        return finish_repartition(sql, spec)

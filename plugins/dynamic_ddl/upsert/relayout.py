@@ -133,14 +133,15 @@ def start_repartition(
     finish_repartition(sql, spec, commit)
 
 
-def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) -> None:
+def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) -> str | None:
     """Undo a repartition killed before its swap, or finish one killed after it (see the
     module docstring); nothing when none was killed. Every writer of the table runs
     it first, under the table's lock. `commit`: the new version's id (else the clock's).
+    Returns what it did: "undone", "finished" or None.
     """
     interim = spec.target + INTERIM_SUFFIX
     if not table_exists(sql, interim):
-        return
+        return None
     recover_swap(sql, spec.target)
     layout = partition_columns(sql, interim)
     if _lower(partition_columns(sql, spec.target)) != _lower(layout):
@@ -148,7 +149,7 @@ def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) ->
         drop_table(sql, spec.target + NEW_SUFFIX)
         drop_table(sql, spec.target + DELETES_SUFFIX)
         drop_table(sql, interim)
-        return
+        return "undone"
     state = read_log(sql, spec) if table_exists(sql, spec.log) else None
     stored_layout = partition_columns(sql, spec.versions)
     if (
@@ -164,6 +165,7 @@ def finish_repartition(sql: Sql, spec: UpsertSpec, commit: str | None = None) ->
     drop_table(sql, spec.target + RETIRED_SUFFIX)  # the old definition, if a kill left it
     drop_table(sql, spec.target + DELETES_SUFFIX)
     drop_table(sql, interim)
+    return "finished"
 
 
 def in_progress(sql: Sql, spec: UpsertSpec) -> bool:
