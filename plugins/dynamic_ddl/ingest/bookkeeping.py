@@ -14,7 +14,7 @@ overwrites the topic's partition.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -54,11 +54,8 @@ LEDGER_COLUMNS = (
 )
 LEDGER_PARTITIONS = ("topic", "batch_id")
 # The archive: the ledger's columns, partitioned by topic and generation instead.
-LEDGER_ARCHIVE_COLUMNS = (
-    "path string, size_bytes bigint, modified_at double, checksum string, line_count bigint, "
-    "batch_id string, state string, recorded_at timestamp, first_line bigint, topic string, "
-    "generation bigint"
-)
+LEDGER_ARCHIVE_COLUMNS = LEDGER_COLUMNS + ", generation bigint"
+LEDGER_ARCHIVE_PARTITIONS = ("topic", "generation")
 # Batch partitions a topic's ledger keeps before a run archives its committed ones.
 ARCHIVE_AFTER = 32
 # Columns added to the ledger since it was first created: (column, type).
@@ -101,7 +98,7 @@ def bookkeeping_ddl(tables: BookkeepingTables) -> list[str]:
         f"partitioned by ({partitions})"
         for table, columns, partitions in (
             (tables.ledger, LEDGER_COLUMNS, ", ".join(LEDGER_PARTITIONS)),
-            (tables.ledger_archive, LEDGER_ARCHIVE_COLUMNS, "topic, generation"),
+            (tables.ledger_archive, LEDGER_ARCHIVE_COLUMNS, ", ".join(LEDGER_ARCHIVE_PARTITIONS)),
             (tables.registry, REGISTRY_COLUMNS, "topic"),
             (tables.quarantine, QUARANTINE_COLUMNS, "topic, batch_id"),
             (tables.quarantined_values, QUARANTINED_VALUES_COLUMNS, "topic, batch_id"),
@@ -449,9 +446,8 @@ def newest_committed_of_topic(sql: Sql, tables: BookkeepingTables, topic: str) -
     this read listed, after committing a newer one it did not).
     """
     ledger = tables.ledger
-    listed = sql(f"show partitions {quoted_table(ledger)} {partition_spec(['topic'], [topic])}")
-    spec = (dict(zip(LEDGER_PARTITIONS, path_values(row[0]), strict=True)) for row in listed)
-    batches = sorted((partition["batch_id"] for partition in spec), reverse=True)
+    listed = _partitions_of_topic(sql, ledger, LEDGER_PARTITIONS, topic)
+    batches = sorted((partition["batch_id"] for partition in listed), reverse=True)
     for start in range(0, len(batches), NEWEST_READ):
         newest = ", ".join(sql_literal(batch) for batch in batches[start : start + NEWEST_READ])
         (row,) = read_settled(
@@ -489,10 +485,7 @@ def archive_ledger(spark: SparkSession, tables: BookkeepingTables, topic: str) -
     A pending batch (a killed run's, rerun later) stays where its rerun writes it.
     """
     sql = spark_sql(spark)
-    listed = sql(
-        f"show partitions {quoted_table(tables.ledger)} {partition_spec(['topic'], [topic])}"
-    )
-    if len(listed) <= ARCHIVE_AFTER:
+    if len(_partitions_of_topic(sql, tables.ledger, LEDGER_PARTITIONS, topic)) <= ARCHIVE_AFTER:
         return 0
     spark.sql(f"refresh table {quoted_table(tables.ledger)}")
     states = (
@@ -506,7 +499,8 @@ def archive_ledger(spark: SparkSession, tables: BookkeepingTables, topic: str) -
     moved = sorted(row.batch_id for row in states)[:-1]  # the newest committed stays
     if not moved:
         return 0
-    generations = [int(g) for g in _topic_generations(sql, tables.ledger_archive, topic)]
+    listed = _partitions_of_topic(sql, tables.ledger_archive, LEDGER_ARCHIVE_PARTITIONS, topic)
+    generations = [int(partition["generation"]) for partition in listed]
     generation = max(generations, default=0) + 1
     spark.sql(f"refresh table {quoted_table(tables.ledger_archive)}")
     archived = _topic_table(spark, tables.ledger_archive, topic).drop("generation")
@@ -522,10 +516,10 @@ def archive_ledger(spark: SparkSession, tables: BookkeepingTables, topic: str) -
     )
     steps.reached("ledger_archive.drop_older_generations")
     _drop_partitions(
-        sql, tables.ledger_archive, ["topic", "generation"], [[topic, g] for g in generations]
+        sql, tables.ledger_archive, LEDGER_ARCHIVE_PARTITIONS, [[topic, g] for g in generations]
     )
     steps.reached("ledger_archive.drop_moved_batches")
-    _drop_partitions(sql, tables.ledger, ["topic", "batch_id"], [[topic, b] for b in moved])
+    _drop_partitions(sql, tables.ledger, LEDGER_PARTITIONS, [[topic, b] for b in moved])
     return len(moved)
 
 
@@ -533,7 +527,7 @@ def archive_ledger(spark: SparkSession, tables: BookkeepingTables, topic: str) -
 DROPPED_AT_ONCE = 500
 
 
-def _drop_partitions(sql: Sql, table: str, columns: list[str], values: list[list]) -> None:
+def _drop_partitions(sql: Sql, table: str, columns: Sequence[str], values: list[list]) -> None:
     """Drop the partitions (`values` of `columns` each), DROPPED_AT_ONCE per statement."""
     for start in range(0, len(values), DROPPED_AT_ONCE):
         specs = ", ".join(
@@ -542,8 +536,10 @@ def _drop_partitions(sql: Sql, table: str, columns: list[str], values: list[list
         sql(f"alter table {quoted_table(table)} drop if exists {specs}")
 
 
-def _topic_generations(sql: Sql, archive: str, topic: str) -> list[str]:
-    """The generations the topic's archive holds."""
-    listed = sql(f"show partitions {quoted_table(archive)} {partition_spec(['topic'], [topic])}")
-    spec = (dict(zip(("topic", "generation"), path_values(row[0]), strict=True)) for row in listed)
-    return [partition["generation"] for partition in spec]
+def _partitions_of_topic(
+    sql: Sql, table: str, columns: Sequence[str], topic: str
+) -> list[dict[str, str]]:
+    """The topic's partitions of a bookkeeping table partitioned by `columns` (topic
+    first), as the metastore lists them: each a dict of its values, as text."""
+    listed = sql(f"show partitions {quoted_table(table)} {partition_spec(['topic'], [topic])}")
+    return [dict(zip(columns, path_values(row[0]), strict=True)) for row in listed]
