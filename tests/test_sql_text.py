@@ -8,7 +8,15 @@ from datetime import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynamic_ddl.catalog import spark_sql, swap_in, table_columns, table_exists, table_location
+from dynamic_ddl.catalog import (
+    set_table_properties,
+    spark_sql,
+    swap_in,
+    table_columns,
+    table_exists,
+    table_location,
+    table_properties,
+)
 from dynamic_ddl.sql_text import (
     glob_escaped,
     location_clause,
@@ -85,6 +93,16 @@ def test_hostile_identifiers_and_partitions(spark):
     for value in HOSTILE[:-1]:
         spark.sql(f"alter table {table} drop {partition_spec([column], [value])}")
     assert spark.table(table).count() == 0
+
+
+def test_hostile_table_properties_are_read_back(spark):
+    spark.sql("create database if not exists sql_text_tests")
+    table = "sql_text_tests.properties"
+    spark.sql(f"create table if not exists {table} (v int) using parquet")
+    wanted = {f"dynamic_ddl.hostile_{i}": value for i, value in enumerate(HOSTILE)}
+    set_table_properties(spark_sql(spark), table, wanted)
+    stored = table_properties(spark_sql(spark), table)
+    assert {k: v for k, v in stored.items() if k in wanted} == wanted
 
 
 def test_a_struct_of_hostile_field_names_is_read_back_by_ddl(spark):

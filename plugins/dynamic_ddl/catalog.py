@@ -112,6 +112,20 @@ def table_exists(sql: Sql, table: str) -> bool:
     return any(row[1].lower() == name.lower() for row in rows)
 
 
+def table_properties(sql: Sql, table: str) -> dict[str, str]:
+    """A table's properties (`tblproperties`), by name."""
+    return {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(table)}")}
+
+
+def set_table_properties(sql: Sql, table: str, properties: dict[str, str]) -> None:
+    """Set `properties` on a table in one statement (none: no statement)."""
+    if properties:
+        pairs = ", ".join(
+            f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items()
+        )
+        sql(f"alter table {quoted_table(table)} set tblproperties ({pairs})")
+
+
 def table_columns(sql: Sql, table: str) -> list[tuple[str, str]]:
     """(name, type) of a table's or view's columns, partition columns included, in order."""
     return described(sql, table)[0]

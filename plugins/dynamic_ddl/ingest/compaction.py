@@ -63,10 +63,12 @@ from dynamic_ddl.catalog import (
     local_path,
     read_settled,
     recover_swap,
+    set_table_properties,
     swap_in,
     table_columns,
     table_exists,
     table_location,
+    table_properties,
 )
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, EVENT_DATE_COLUMN, SLOT_COLUMN
@@ -474,8 +476,7 @@ def _swap(
     # was forgotten, and stayed on disk for good (found by review).
     retired = _retired_root(sql, table)
     if retired is not None:
-        name = f"{string_literal(RETIRED_ROOT)} = {string_literal(retired)}"
-        sql(f"alter table {quoted_table(new)} set tblproperties ({name})")
+        set_table_properties(sql, new, {RETIRED_ROOT: retired})
     added = " ".join(partition_spec(LAYOUT, values) for values in sorted(partitions, key=repr))
     sql(f"alter table {quoted_table(new)} add if not exists {added}")
     swap_in(sql, new, table)
@@ -537,8 +538,7 @@ def migrate_layout(sql: Sql, table: str) -> bool:
     data.insert(at, (BATCH_ID_COLUMN, "string"))
     drop_table(sql, staging)
     sql(create_table_sql(quoted_table(staging), [*data, *PARTITION_COLUMNS], new_root))
-    retired = f"{string_literal(RETIRED_ROOT)} = {string_literal(old_root)}"
-    sql(f"alter table {quoted_table(staging)} set tblproperties ({retired})")
+    set_table_properties(sql, staging, {RETIRED_ROOT: old_root})
     selected = ", ".join(quoted_identifier(n) for n, _ in data)
     sql(
         f"insert overwrite table {quoted_table(staging)} select {selected},"
@@ -575,8 +575,7 @@ def _remove_retired_root(sql: Sql, table: str) -> None:
 
 def _retired_root(sql: Sql, table: str) -> str | None:
     """The folder a layout migration moved `table` away from, if not removed yet."""
-    properties = {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(table)}")}
-    return properties.get(RETIRED_ROOT)
+    return table_properties(sql, table).get(RETIRED_ROOT)
 
 
 def _next_root(location: str) -> str:
