@@ -67,6 +67,15 @@
     pin=[],
     latest_by=[]
 ) -%}
+    {#- What shapes the rows, for an upsert model's table to record: a run that pivots
+        another way is refused, naming --full-refresh (rows pivoted before would stay). -#}
+    {%- if execute and model is defined and model.get('resource_type') == 'model' -%}
+        {%- do adapter.note_rows_built_with(this, 'pivot_key_values', {
+            'group_by': group_by, 'key_column': key_column, 'value_column': value_column,
+            'carry': carry, 'keys': keys, 'types': types, 'prefix': prefix,
+            'max_columns': max_columns, 'allow': allow, 'deny': deny, 'pin': pin,
+            'latest_by': latest_by}) -%}
+    {%- endif -%}
     {{ return(adapter.dispatch('pivot_key_values', 'dynamic_ddl')(
         relation, group_by, key_column, value_column, where, carry, keys, types,
         prefix, max_columns, allow, deny, default_keys, pin, latest_by

@@ -229,6 +229,33 @@ def test_a_delete_beats_older_updates_that_arrive_later(spark, sql):
     assert _rows(spark, spec.target) == [("d1", "a", "back", 11), ("d1", "b", "on", 5)]
 
 
+def test_deletes_remembered_under_another_ranking_are_refused(spark, sql):
+    """Stop 50's list: a tombstone keeps its key, ordering and partition values only, so
+    after ordering_field or tie_break changed an old delete ranked NULL, and any older
+    update brought its key back."""
+
+    def batch(rows: list[tuple]) -> str:
+        spark.createDataFrame(rows, f"{COLUMNS}, seq bigint").createOrReplaceTempView("ranked")
+        return "ranked"
+
+    spec = _spec("reranked")
+    upsert(sql, spec, batch([("d1", "a", "on", 5, False, 5), ("d1", "b", "on", 5, False, 5)]))
+    upsert(sql, spec, batch([("d1", "a", None, 10, True, 10)]))  # a deleted at 10
+    late = batch([("d1", "a", "late", 7, False, 7)])
+    for other in (replace(spec, ordering_field="seq"), replace(spec, tie_break=("seq",))):
+        with pytest.raises(UpsertError, match="deletes ranked by log_ts, .* by (seq|log_ts,seq)"):
+            upsert(sql, other, late)
+    assert upsert(sql, spec, late).commit_id is None  # under its own ranking: still deleted
+    assert _rows(spark, spec.target) == [("d1", "b", "on", 5)]
+    # A model that does not remember deletes may rank rows anew (stored rows keep every
+    # column); remembering them again under the new ranking is refused all the same.
+    reranked = replace(spec, ordering_field="seq")
+    upsert(sql, replace(reranked, tombstone_days=0), batch([("d1", "b", "off", 6, False, 6)]))
+    assert _rows(spark, spec.target) == [("d1", "b", "off", 6)]
+    with pytest.raises(UpsertError, match="deletes ranked by log_ts.*--full-refresh"):
+        upsert(sql, reranked, late)
+
+
 def test_a_delete_that_arrives_first_and_empties_a_partition_is_remembered(spark, sql):
     spec = _spec("early_delete")
     upsert(sql, spec, _batch(spark, [("d1", "a", "on", 1, False)]))

@@ -372,3 +372,63 @@ class TestPivotNewestValue(PivotProject):
         ]
         run_dbt(["run", "--select", "newest_kv", "--full-refresh"])
         assert _rows(project, f"{query} order by id") == incremental
+
+
+# Upsert models whose rows depend on a pivot's cap and on a topic's time formats, set by
+# vars (time formats as vars.raw_topics sets them).
+REBUILT = """
+{{ config(
+    materialized='incremental', incremental_strategy='upsert', unique_key=['id', 'ts'],
+    ordering_field='batch'
+) }}
+{{ pivot_key_values(
+    source('feed', 'attributes'), group_by=['id', 'ts'], carry=['batch'],
+    where=unseen_batches('batch'), max_columns=var('cap', 1)
+) }}
+"""
+
+TIMED = """
+{{ config(
+    materialized='incremental', incremental_strategy='upsert', unique_key=['id', 'ts'],
+    ordering_field='batch'
+) }}
+select id, ts, max(batch) as batch, {{ event_timestamp('ts', 'feed') }} as at
+from {{ source('feed', 'attributes') }}
+group by id, ts
+"""
+
+
+class TestAPivotChangedOverLandedRowsIsRefused(PivotProject):
+    """Stop 50's list: after a pivot's `max_columns` (or `pin`, `types`) or the topic's time
+    formats changed, an incremental run left the rows landed before as they were beside
+    new ones built the new way, silently. It is refused now, naming --full-refresh."""
+
+    MACRO_FILES = (*PivotProject.MACRO_FILES, "event_timestamp.sql")
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": SOURCES, "rebuilt_kv.sql": REBUILT, "timed.sql": TIMED}
+
+    def test_a_run_that_builds_rows_another_way_names_the_full_refresh(self, project, spark):
+        schema = project.test_schema
+        pivoted = f"select id, ts, a, _overflow from {schema}.rebuilt_kv order by id"
+        timed = f"select id, ts, at from {schema}.timed order by id"
+        _load(spark, schema, "attributes", BATCHES[1], mode="overwrite")
+        run_dbt(["run"])
+        landed = {"rebuilt_kv": _rows(project, pivoted), "timed": _rows(project, timed)}
+        assert landed["rebuilt_kv"][0] == ("u1", "t1", "1", {"b": "x"})  # over the cap of one
+        _load(spark, schema, "attributes", [("u9", "t1", "b", "y", 2)])
+        changes = {
+            "rebuilt_kv": ("{cap: 2}", ['"max_columns": 1', '"max_columns": 2']),
+            "timed": ("{raw_topics: {feed: {time_formats: ['dd.MM.yyyy']}}}", ["dd.MM.yyyy"]),
+        }
+        for model, (variables, named) in changes.items():
+            (result,) = run_dbt(["run", "-s", model, "--vars", variables], expect_pass=False)
+            assert f"dbt build --full-refresh -s {model}+" in result.message, variables
+            assert all(text in result.message for text in named), result.message
+        assert {"rebuilt_kv": _rows(project, pivoted), "timed": _rows(project, timed)} == landed
+        run_dbt(["run"])  # built as before: goes on
+        assert ("u9", "t1", None, {"b": "y"}) in _rows(project, pivoted)
+        run_dbt(["run", "--full-refresh", "--vars", "{cap: 2}"])
+        run_dbt(["run", "--vars", "{cap: 2}"])
+        assert _rows(project, f"select b from {schema}.rebuilt_kv where id = 'u1'") == [("x",)]

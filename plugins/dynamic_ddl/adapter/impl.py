@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from importlib import import_module
 from typing import Any
 
@@ -230,8 +232,10 @@ class DynamicSparkAdapter(SparkAdapter):
         and on_schema_change from the model's config.
         """
         from dynamic_ddl.upsert.protocol import UpsertError, upsert
+        from dynamic_ddl.upsert.tables import built_with
 
-        spec = upsert_spec(target, options)
+        notes = _ROWS_BUILT_WITH.pop(_table_name(target), set())
+        spec = replace(upsert_spec(target, options), built_with=built_with(notes))
         recomputed = _RECOMPUTED_DAYS.pop(_table_name(target), ())
         try:
             result = upsert(
@@ -244,6 +248,18 @@ class DynamicSparkAdapter(SparkAdapter):
             "changed_partitions": result.changed_partitions,
             "affected_partitions": result.affected_partitions,
         }
+
+    @available
+    def note_rows_built_with(self, this: Any, what: str, settings: dict[str, Any]) -> str:
+        """Note, while a model renders, a setting that shapes the rows it lands (`what`:
+        the macro, such as `pivot_key_values`, and its `settings`). The model's upsert
+        commit records its notes on the table, and refuses a later run whose notes
+        differ, naming --full-refresh (upsert/tables.py, refuse_recorded_changes).
+        Renders nothing."""
+        if this is not None and getattr(this, "identifier", None):
+            note = json.dumps({"macro": what, **settings}, sort_keys=True, default=str)
+            _ROWS_BUILT_WITH.setdefault(_table_name(this), set()).add(note)
+        return ""
 
     @available
     def check_upsert_source(self, source: Any, target: Any, options: dict[str, Any]) -> None:
@@ -348,7 +364,7 @@ class DynamicSparkAdapter(SparkAdapter):
         """Drop an upsert table's versions its retention (the model's keep_commits and
         keep_days in `options`) does not keep, orphans of killed writes included
         (upsert/care.py); what was removed."""
-        from dataclasses import asdict, replace
+        from dataclasses import asdict
 
         from dynamic_ddl.upsert.care import vacuum
         from dynamic_ddl.upsert.spec import UpsertError
@@ -403,7 +419,6 @@ class DynamicSparkAdapter(SparkAdapter):
         (upsert/care.py), with the remembered deletes its model's tombstone_days
         keeps, its rows checked by the model's key; the id of its new version, None
         when it is so already."""
-        from dataclasses import replace
 
         from dynamic_ddl.upsert.care import repartition
         from dynamic_ddl.upsert.spec import DEFAULT_TOMBSTONE_DAYS, UpsertError
@@ -770,6 +785,9 @@ _RUN_LOCKS: dict[str, Any] = {}  # schema -> the RunLock this process holds on i
 # A model's table -> (day column, the days rows_of_changed_days listed when the model was
 # rendered), taken by its replace_partitions commit, which runs right after in this process.
 _RECOMPUTED_DAYS: dict[str, tuple[str, list[Any]]] = {}
+# A model's table -> what its rendering noted of how it builds rows (note_rows_built_with),
+# taken by its upsert commit, which runs right after in this process.
+_ROWS_BUILT_WITH: dict[str, set[str]] = {}
 
 
 def _day_paths(spec: Any, recomputed: tuple) -> list[str]:

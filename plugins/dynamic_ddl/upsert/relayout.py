@@ -71,7 +71,7 @@ from dynamic_ddl.upsert.spec import (
     UpsertSpec,
     tombstone_version,
 )
-from dynamic_ddl.upsert.tables import carry_key, create_sql
+from dynamic_ddl.upsert.tables import carry_recorded, create_sql
 
 INTERIM_SUFFIX = "__repartition"  # the rows under the new layout, until the store has them
 DELETES_SUFFIX = "__repartition_deletes"  # their remembered deletes, likewise
@@ -128,7 +128,7 @@ def start_repartition(
     drop_table(sql, new)
     sql(create_sql(new, data, partitions, table_location(sql, interim)))
     sql(f"alter table {new} recover partitions")
-    carry_key(sql, spec.target, new)
+    carry_recorded(sql, spec.target, new)
     swap_in(sql, new, spec.target)
     finish_repartition(sql, spec, commit)
 
@@ -219,7 +219,7 @@ def _point_at_store(
             for path, version in sorted(versions.items())
         )
         sql(f"alter table {new} add if not exists {added}")
-    carry_key(sql, spec.target, new)
+    carry_recorded(sql, spec.target, new)
     swap_in(sql, new, spec.target)
 
 

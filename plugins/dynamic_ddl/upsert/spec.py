@@ -105,6 +105,11 @@ class UpsertSpec:
     # across runs and the greater content within one. (Last: positional arguments keep
     # their meaning.)
     tie_break: tuple[str, ...] = ()
+    # How the model builds its rows, as its rendering noted it (a pivot's arguments,
+    # the event time formats): a JSON list, "" when nothing was noted. The table
+    # records it, and a run that builds rows another way is refused: rows landed
+    # before would stay as they were beside new ones (tables.refuse_recorded_changes).
+    built_with: str = ""
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:

@@ -7,16 +7,21 @@ columns each table lacks.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
     Sql,
     described,
     drop_table,
+    set_table_properties,
     table_columns,
     table_exists,
     table_location,
+    table_properties,
 )
-from dynamic_ddl.sql_text import location_clause, quoted_identifier, quoted_table, string_literal
+from dynamic_ddl.sql_text import location_clause, quoted_identifier
 from dynamic_ddl.upsert.commit_log import drop_log, log_ddl
 from dynamic_ddl.upsert.spec import (
     COMMIT_ID,
@@ -88,7 +93,7 @@ def ensure_tables(
     if not table_exists(sql, spec.target):
         create_tables(sql, spec, data, partition_columns)
         return data
-    refuse_another_key(sql, spec)
+    refuse_recorded_changes(sql, spec)
     stored_columns, stored_by = described(sql, spec.target)
     # Spelled as the table spells them: partition paths (and so the log) use its spelling.
     if list(stored_by) != list(spec.partition_by):
@@ -170,11 +175,16 @@ def create_tables(
     location = f"{table_location(sql, spec.versions)}/{EMPTY}"
     steps.reached("upsert.create_target")
     sql(create_sql(spec.target, data + LINEAGE, partition_columns, location))
-    _record_key(sql, spec)
+    set_table_properties(sql, spec.target, recorded_properties(spec))
 
 
 # The table property naming what a table's rows are unique by (key_signature).
 KEY_PROPERTY = "dynamic_ddl.unique_key"
+# The table property naming what its remembered deletes are ranked by (ranking_signature).
+RANKING_PROPERTY = "dynamic_ddl.tombstone_ranking"
+# The table property naming how the model built the rows it holds (UpsertSpec.built_with).
+BUILT_WITH_PROPERTY = "dynamic_ddl.rows_built_with"
+RECORDED_PROPERTIES = (KEY_PROPERTY, RANKING_PROPERTY, BUILT_WITH_PROPERTY)
 
 
 def key_signature(spec: UpsertSpec) -> str:
@@ -189,45 +199,123 @@ def key_signature(spec: UpsertSpec) -> str:
     return key + (" global" if spec.global_key else "")
 
 
-def refuse_another_key(sql: Sql, spec: UpsertSpec) -> None:
+def ranking_signature(spec: UpsertSpec) -> str:
+    """What a table's remembered deletes rank against later rows by, as its
+    RANKING_PROPERTY records it: the ordering field, then the tie-break columns (their
+    order matters).
+
+    Example:
+        >>> ranking_signature(UpsertSpec("s.t", ("id",), "Log_TS", tie_break=("seq",)))
+        'log_ts,seq'
+    """
+    return ",".join(c.lower() for c in spec.ranking_columns)
+
+
+def recorded_properties(spec: UpsertSpec) -> dict[str, str]:
+    """The table properties a commit of `spec` records: its key, and its ranking when it
+    remembers deletes (a table that never did has no ranking to keep)."""
+    recorded = {KEY_PROPERTY: key_signature(spec)}
+    if spec.keeps_tombstones:
+        recorded[RANKING_PROPERTY] = ranking_signature(spec)
+    if spec.built_with:
+        recorded[BUILT_WITH_PROPERTY] = recorded_build(spec.built_with)
+    return recorded
+
+
+# A metastore keeps a table property's value in up to 4,000 characters (as Spark splits
+# a schema's JSON): longer notes are recorded by their digest.
+LONGEST_RECORDED = 3_900
+
+
+def recorded_build(built_with: str) -> str:
+    """UpsertSpec.built_with as a table records it: itself, or its SHA-256 when too long.
+
+    Example:
+        >>> recorded_build('[{"max_columns": 2}]'), recorded_build("x" * 4000)[:7]
+        ('[{"max_columns": 2}]', 'sha256:')
+    """
+    if len(built_with) <= LONGEST_RECORDED:
+        return built_with
+    return "sha256:" + hashlib.sha256(built_with.encode()).hexdigest()
+
+
+def built_with(notes: set[str]) -> str:
+    """UpsertSpec.built_with from a model's notes (each a JSON object), in one order.
+
+    Example:
+        >>> built_with({'{"b": 1}', '{"a": [2]}'})
+        '[{"a": [2]}, {"b": 1}]'
+    """
+    return f"[{', '.join(sorted(notes))}]" if notes else ""
+
+
+def changed_builds(stored: str, wanted: str) -> str:
+    """What differs between two built_with values, for a message: the notes only the
+    table was built with, then those only the model now builds with.
+
+    Example:
+        >>> changed_builds('[{"max_columns": 200}, {"topic": "t"}]',
+        ...                '[{"max_columns": 300}, {"topic": "t"}]')
+        'built with {"max_columns": 200}; now {"max_columns": 300}'
+    """
+    if stored.startswith("sha256:") or wanted.startswith("sha256:"):
+        return "the notes are too long to show"
+    old, new = json.loads(stored or "[]"), json.loads(wanted or "[]")
+    gone = [json.dumps(n, sort_keys=True) for n in old if n not in new]
+    came = [json.dumps(n, sort_keys=True) for n in new if n not in old]
+    return f"built with {', '.join(gone) or 'nothing noted'}; now {', '.join(came) or 'nothing'}"
+
+
+def refuse_recorded_changes(sql: Sql, spec: UpsertSpec) -> None:
     """UpsertError when the table was built with another unique_key or global_key than
     the model says: a coarser key kept one row per new key in the partitions a commit
-    touched and duplicates elsewhere (found by review). A table built before keys were
-    recorded takes the model's."""
-    stored = _recorded_key(sql, spec.target)
-    if stored is None:
-        _record_key(sql, spec)
-    elif stored != key_signature(spec):
+    touched and duplicates elsewhere (found by review). Likewise, while the model
+    remembers deletes, when they were remembered under another ordering_field or
+    tie_break: a tombstone keeps its key, ordering and partition values only, so under a
+    new ranking it ranked NULL and any older update brought its key back. And when the
+    model builds its rows another way than the table's were built (`built_with`: a
+    pivot's arguments, event time formats): an incremental run would leave the rows
+    landed before as they were, beside new ones built the new way.
+
+    What a table does not record yet (built before it was recorded, or deletes not
+    remembered until now) is the model's from this commit on.
+    """
+    stored = table_properties(sql, spec.target)
+    wanted = recorded_properties(spec)
+    key = stored.get(KEY_PROPERTY)
+    if key is not None and key != wanted[KEY_PROPERTY]:
         raise UpsertError(
-            f"{spec.target} holds rows unique by {stored or 'partition (replace_partitions)'},"
-            f" but the model says {key_signature(spec) or 'none'} (unique_key, global_key):"
+            f"{spec.target} holds rows unique by {key or 'partition (replace_partitions)'},"
+            f" but the model says {wanted[KEY_PROPERTY] or 'none'} (unique_key, global_key):"
             " rebuild it with --full-refresh, or set them as the table was built."
         )
+    ranking = stored.get(RANKING_PROPERTY)
+    if spec.keeps_tombstones and ranking is not None and ranking != wanted[RANKING_PROPERTY]:
+        raise UpsertError(
+            f"{spec.target} remembers deletes ranked by {ranking}, but the model ranks rows"
+            f" by {wanted[RANKING_PROPERTY]} (ordering_field, tie_break): a remembered"
+            " delete holds no value of the new columns, so any older update would bring its"
+            " key back. Rebuild it with --full-refresh, or set them as the table was built."
+        )
+    built = stored.get(BUILT_WITH_PROPERTY)
+    if spec.built_with and built is not None and built != wanted[BUILT_WITH_PROPERTY]:
+        table = spec.target.split(".")[-1]
+        changes = changed_builds(built, wanted[BUILT_WITH_PROPERTY])
+        raise UpsertError(
+            f"{spec.target}'s rows were built another way than the model builds them now"
+            f" ({changes}): the rows landed before would stay as they were beside new"
+            " ones. Rebuild it and what reads it,"
+            f" `dbt build --full-refresh -s {table}+`, or set them back."
+        )
+    set_table_properties(sql, spec.target, {k: v for k, v in wanted.items() if k not in stored})
 
 
-def carry_key(sql: Sql, table: str, new: str) -> None:
-    """Give `new`, a definition about to replace `table` (a repartition's), the key
-    `table` records (found by review: without it, the next run took the model's key,
-    whatever it had become)."""
-    stored = _recorded_key(sql, table)
-    if stored is not None:
-        _set_key(sql, new, stored)
-
-
-def _recorded_key(sql: Sql, table: str) -> str | None:
-    properties = {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(table)}")}
-    return properties.get(KEY_PROPERTY)
-
-
-def _record_key(sql: Sql, spec: UpsertSpec) -> None:
-    _set_key(sql, spec.target, key_signature(spec))
-
-
-def _set_key(sql: Sql, table: str, value: str) -> None:
-    sql(
-        f"alter table {quoted_table(table)} set tblproperties"
-        f" ({string_literal(KEY_PROPERTY)} = {string_literal(value)})"
-    )
+def carry_recorded(sql: Sql, table: str, new: str) -> None:
+    """Give `new`, a definition about to replace `table` (a repartition's), what `table`
+    records of its key, ranking and build (found by review: without it, the next run took the
+    model's key, whatever it had become)."""
+    stored = table_properties(sql, table)
+    set_table_properties(sql, new, {k: v for k, v in stored.items() if k in RECORDED_PROPERTIES})
 
 
 def add_missing_columns(sql: Sql, table: str, columns: list[tuple[str, str]]) -> None:
