@@ -32,7 +32,8 @@
     {#- An upsert model's table records them: a run reading times another way is
         refused, naming --full-refresh (rows dated before would stay). -#}
     {%- if execute and topic and model is defined and model.get('resource_type') == 'model' -%}
-        {%- do adapter.note_rows_built_with(this, 'event_timestamp', {'topic': topic, 'formats': formats}) -%}
+        {%- do adapter.note_rows_built_with(
+            this, 'event_timestamp', {'topic': topic, 'formats': formats}, ordered=['formats']) -%}
     {%- endif -%}
     {{ adapter.event_timestamp_sql(expression, formats) }}
 {%- endmacro %}

@@ -74,7 +74,7 @@
             'group_by': group_by, 'key_column': key_column, 'value_column': value_column,
             'carry': carry, 'keys': keys, 'types': types, 'prefix': prefix,
             'max_columns': max_columns, 'allow': allow, 'deny': deny, 'pin': pin,
-            'latest_by': latest_by}) -%}
+            'latest_by': latest_by}, ordered=['latest_by']) -%}
     {%- endif -%}
     {{ return(adapter.dispatch('pivot_key_values', 'dynamic_ddl')(
         relation, group_by, key_column, value_column, where, carry, keys, types,

@@ -229,10 +229,11 @@ def test_a_delete_beats_older_updates_that_arrive_later(spark, sql):
     assert _rows(spark, spec.target) == [("d1", "a", "back", 11), ("d1", "b", "on", 5)]
 
 
-def test_deletes_remembered_under_another_ranking_are_refused(spark, sql):
+def test_another_ranking_than_the_table_kept_rows_by_is_refused(spark, sql):
     """Stop 50's list: a tombstone keeps its key, ordering and partition values only, so
     after ordering_field or tie_break changed an old delete ranked NULL, and any older
-    update brought its key back."""
+    update brought its key back. Without deletes too (review): the rows kept so far won
+    under the old ranking, so incremental runs would differ from a build from scratch."""
 
     def batch(rows: list[tuple]) -> str:
         spark.createDataFrame(rows, f"{COLUMNS}, seq bigint").createOrReplaceTempView("ranked")
@@ -243,17 +244,39 @@ def test_deletes_remembered_under_another_ranking_are_refused(spark, sql):
     upsert(sql, spec, batch([("d1", "a", None, 10, True, 10)]))  # a deleted at 10
     late = batch([("d1", "a", "late", 7, False, 7)])
     for other in (replace(spec, ordering_field="seq"), replace(spec, tie_break=("seq",))):
-        with pytest.raises(UpsertError, match="deletes ranked by log_ts, .* by (seq|log_ts,seq)"):
+        message = r"ranked by log_ts, but the model ranks by (seq|log_ts,seq) .* remembered"
+        with pytest.raises(UpsertError, match=message):
             upsert(sql, other, late)
     assert upsert(sql, spec, late).commit_id is None  # under its own ranking: still deleted
     assert _rows(spark, spec.target) == [("d1", "b", "on", 5)]
-    # A model that does not remember deletes may rank rows anew (stored rows keep every
-    # column); remembering them again under the new ranking is refused all the same.
-    reranked = replace(spec, ordering_field="seq")
-    upsert(sql, replace(reranked, tombstone_days=0), batch([("d1", "b", "off", 6, False, 6)]))
-    assert _rows(spark, spec.target) == [("d1", "b", "off", 6)]
-    with pytest.raises(UpsertError, match="deletes ranked by log_ts.*--full-refresh"):
-        upsert(sql, reranked, late)
+    plain = _spec("reranked_plain", delete_marker=None, tie_break=("seq", "state"))
+    upsert(sql, plain, batch([("d1", "a", "on", 5, False, 1), ("d1", "a", "off", 5, False, 2)]))
+    with pytest.raises(
+        UpsertError, match=r"by log_ts,seq,state, but .* by log_ts,state,seq .*--full-refresh"
+    ):
+        upsert(sql, replace(plain, tie_break=("state", "seq")), late)
+    assert _rows(spark, plain.target) == [("d1", "a", "off", 5)]
+
+
+def test_rows_built_another_way_or_no_longer_noted_are_refused(spark, sql):
+    """Decision 0007: a table records how its model built the rows (`built_with`, noted by
+    the pivot and event time macros); a run that builds them another way, or no longer
+    notes how, is refused before anything changes, naming the model's full refresh."""
+    pivot = '[{"macro": "pivot_key_values", "max_columns": 1}]'
+    spec = _spec("noted", delete_marker=None, built_with=pivot, model_name="lnd_noted")
+    first = [("d1", "a", "on", 1, False)]
+    upsert(sql, spec, _batch(spark, first))
+    wider = pivot.replace("1", "2")
+    for other, named in (
+        (wider, r'with \{"macro": "pivot_key_values", "max_columns": 1\}; now .*"max_columns": 2'),
+        ("", "which the model no longer notes"),
+    ):
+        with pytest.raises(UpsertError, match=f"{named}.*full-refresh -s lnd_noted\\+"):
+            upsert(
+                sql, replace(spec, built_with=other), _batch(spark, [("d1", "a", "x", 2, False)])
+            )
+    assert _rows(spark, spec.target) == [("d1", "a", "on", 1)]
+    assert upsert(sql, spec, _batch(spark, first)).commit_id is None  # as built: goes on
 
 
 def test_a_delete_that_arrives_first_and_empties_a_partition_is_remembered(spark, sql):

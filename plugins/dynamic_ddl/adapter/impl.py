@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -19,6 +18,7 @@ from dbt.adapters.spark.impl import KEY_TABLE_OWNER, KEY_TABLE_STATISTICS
 from dbt.artifacts.resources import ColumnInfo
 from dbt.flags import get_flags
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
+from dbt_common.invocation import get_invocation_id
 
 from dynamic_ddl.adapter.connections import DynamicSparkConnectionManager
 from dynamic_ddl.adapter.discovered_columns import (
@@ -234,7 +234,9 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.protocol import UpsertError, upsert
         from dynamic_ddl.upsert.tables import built_with
 
-        notes = _ROWS_BUILT_WITH.pop(_table_name(target), set())
+        invocation, notes = _ROWS_BUILT_WITH.pop(_table_name(target), ("", set()))
+        if invocation != get_invocation_id():  # an earlier command's, in this process
+            notes = set()
         spec = replace(upsert_spec(target, options), built_with=built_with(notes))
         recomputed = _RECOMPUTED_DAYS.pop(_table_name(target), ())
         try:
@@ -250,15 +252,23 @@ class DynamicSparkAdapter(SparkAdapter):
         }
 
     @available
-    def note_rows_built_with(self, this: Any, what: str, settings: dict[str, Any]) -> str:
-        """Note, while a model renders, a setting that shapes the rows it lands (`what`:
-        the macro, such as `pivot_key_values`, and its `settings`). The model's upsert
-        commit records its notes on the table, and refuses a later run whose notes
-        differ, naming --full-refresh (upsert/tables.py, refuse_recorded_changes).
-        Renders nothing."""
+    def note_rows_built_with(
+        self, this: Any, what: str, settings: dict[str, Any], ordered: list[str] | None = None
+    ) -> str:
+        """Note, while a model renders, the settings that shape the rows it lands (`what`:
+        the macro, such as `pivot_key_values`; `ordered`: the settings whose lists are in
+        an order that matters). The model's upsert commit records its notes on the table,
+        and refuses a later run whose notes differ, naming --full-refresh
+        (upsert/tables.py, refuse_recorded_changes). Renders nothing."""
+        from dynamic_ddl.upsert.tables import build_note
+
         if this is not None and getattr(this, "identifier", None):
-            note = json.dumps({"macro": what, **settings}, sort_keys=True, default=str)
-            _ROWS_BUILT_WITH.setdefault(_table_name(this), set()).add(note)
+            table, invocation = _table_name(this), get_invocation_id()
+            noted_in, notes = _ROWS_BUILT_WITH.get(table, ("", set()))
+            if noted_in != invocation:  # an earlier command's, never committed: not this one's
+                notes = set()
+                _ROWS_BUILT_WITH[table] = (invocation, notes)
+            notes.add(build_note(what, settings, set(ordered or ())))
         return ""
 
     @available
@@ -785,9 +795,10 @@ _RUN_LOCKS: dict[str, Any] = {}  # schema -> the RunLock this process holds on i
 # A model's table -> (day column, the days rows_of_changed_days listed when the model was
 # rendered), taken by its replace_partitions commit, which runs right after in this process.
 _RECOMPUTED_DAYS: dict[str, tuple[str, list[Any]]] = {}
-# A model's table -> what its rendering noted of how it builds rows (note_rows_built_with),
-# taken by its upsert commit, which runs right after in this process.
-_ROWS_BUILT_WITH: dict[str, set[str]] = {}
+# A model's table -> the dbt invocation, and what its rendering in it noted of how the
+# model builds rows (note_rows_built_with), taken by its upsert commit, which runs right
+# after in this process.
+_ROWS_BUILT_WITH: dict[str, tuple[str, set[str]]] = {}
 
 
 def _day_paths(spec: Any, recomputed: tuple) -> list[str]:
@@ -901,6 +912,7 @@ def upsert_spec(target: Any, options: dict[str, Any]) -> Any:
             global_key=_flag("global_key", options.get("global_key")),
             keep_commits=1 if options.get("keep_commits") is None else options["keep_commits"],
             keep_days=options.get("keep_days"),
+            model_name=options.get("model_name") or "",
         )
         spec.validate()
         return spec

@@ -102,7 +102,8 @@ def start_repartition(
     tombstones = tombstones_predicate(spec, state, commit)
     # A NULL in the key or a partition column (the table records both) is a real value,
     # the NULL partition (found by review: it was refused). A ranking column may have been
-    # named after some tombstones were written (the table does not record it): a NULL
+    # named after some tombstones were written (a table built before rankings were
+    # recorded, tables.RANKING_PROPERTY, may hold such tombstones): a NULL
     # there may be one the tombstone never kept. Other columns are NULL in every one.
     recorded = {c.lower() for c in [*spec.unique_key, *spec.partition_by]}
     ranking = {c.lower() for c in spec.ranking_columns} - recorded

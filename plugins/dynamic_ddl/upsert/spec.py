@@ -110,6 +110,9 @@ class UpsertSpec:
     # records it, and a run that builds rows another way is refused: rows landed
     # before would stay as they were beside new ones (tables.refuse_recorded_changes).
     built_with: str = ""
+    # The dbt model writing the table, for the commands a message names ("": its table's
+    # name, as it is unless the model sets an alias or a version).
+    model_name: str = ""
 
     @classmethod
     def of_table(cls, sql: Sql, target: str) -> UpsertSpec:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from dynamic_ddl import steps
 from dynamic_ddl.catalog import (
@@ -180,8 +181,8 @@ def create_tables(
 
 # The table property naming what a table's rows are unique by (key_signature).
 KEY_PROPERTY = "dynamic_ddl.unique_key"
-# The table property naming what its remembered deletes are ranked by (ranking_signature).
-RANKING_PROPERTY = "dynamic_ddl.tombstone_ranking"
+# The table property naming what the rows of a key are ranked by (ranking_signature).
+RANKING_PROPERTY = "dynamic_ddl.ranking"
 # The table property naming how the model built the rows it holds (UpsertSpec.built_with).
 BUILT_WITH_PROPERTY = "dynamic_ddl.rows_built_with"
 RECORDED_PROPERTIES = (KEY_PROPERTY, RANKING_PROPERTY, BUILT_WITH_PROPERTY)
@@ -200,9 +201,8 @@ def key_signature(spec: UpsertSpec) -> str:
 
 
 def ranking_signature(spec: UpsertSpec) -> str:
-    """What a table's remembered deletes rank against later rows by, as its
-    RANKING_PROPERTY records it: the ordering field, then the tie-break columns (their
-    order matters).
+    """What the rows of a key are ranked by, as a table's RANKING_PROPERTY records it:
+    the ordering field, then the tie-break columns (their order matters).
 
     Example:
         >>> ranking_signature(UpsertSpec("s.t", ("id",), "Log_TS", tie_break=("seq",)))
@@ -212,10 +212,10 @@ def ranking_signature(spec: UpsertSpec) -> str:
 
 
 def recorded_properties(spec: UpsertSpec) -> dict[str, str]:
-    """The table properties a commit of `spec` records: its key, and its ranking when it
-    remembers deletes (a table that never did has no ranking to keep)."""
+    """The table properties a commit of `spec` records: its key, its ranking (none with
+    `replace_partitions`), and how its model built the rows (`built_with`)."""
     recorded = {KEY_PROPERTY: key_signature(spec)}
-    if spec.keeps_tombstones:
+    if spec.ranking_columns:
         recorded[RANKING_PROPERTY] = ranking_signature(spec)
     if spec.built_with:
         recorded[BUILT_WITH_PROPERTY] = recorded_build(spec.built_with)
@@ -237,6 +237,31 @@ def recorded_build(built_with: str) -> str:
     if len(built_with) <= LONGEST_RECORDED:
         return built_with
     return "sha256:" + hashlib.sha256(built_with.encode()).hexdigest()
+
+
+def build_note(macro: str, settings: dict[str, Any], ordered: set[str]) -> str:
+    """One note of how a model builds rows, as UpsertSpec.built_with holds it: `macro`
+    and its settings, those unset (None, empty) left out, so that a setting a macro
+    gains later changes no table's note; lists sorted but those named `ordered`, so
+    that only an order that matters counts.
+
+    Example:
+        >>> build_note("pivot", {"pin": ["b", "a"], "latest_by": ["y", "x"], "deny": []},
+        ...            {"latest_by"})
+        '{"latest_by": ["y", "x"], "macro": "pivot", "pin": ["a", "b"]}'
+    """
+
+    def plain(value: Any) -> Any:
+        return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+    noted: dict[str, Any] = {"macro": macro}
+    for name, value in settings.items():
+        if value is None or value == [] or value == {} or value == "":
+            continue
+        if isinstance(value, (list, tuple)) and name not in ordered:
+            value = sorted(plain(list(value)), key=lambda v: json.dumps(v, sort_keys=True))
+        noted[name] = plain(value)
+    return json.dumps(noted, sort_keys=True)
 
 
 def built_with(notes: set[str]) -> str:
@@ -263,22 +288,27 @@ def changed_builds(stored: str, wanted: str) -> str:
     old, new = json.loads(stored or "[]"), json.loads(wanted or "[]")
     gone = [json.dumps(n, sort_keys=True) for n in old if n not in new]
     came = [json.dumps(n, sort_keys=True) for n in new if n not in old]
-    return f"built with {', '.join(gone) or 'nothing noted'}; now {', '.join(came) or 'nothing'}"
+    if not came:
+        return f"built with {', '.join(gone)}, which the model no longer notes"
+    if not gone:
+        return f"the model now also notes {', '.join(came)}"
+    return f"built with {', '.join(gone)}; now {', '.join(came)}"
 
 
 def refuse_recorded_changes(sql: Sql, spec: UpsertSpec) -> None:
     """UpsertError when the table was built with another unique_key or global_key than
     the model says: a coarser key kept one row per new key in the partitions a commit
-    touched and duplicates elsewhere (found by review). Likewise, while the model
-    remembers deletes, when they were remembered under another ordering_field or
-    tie_break: a tombstone keeps its key, ordering and partition values only, so under a
-    new ranking it ranked NULL and any older update brought its key back. And when the
-    model builds its rows another way than the table's were built (`built_with`: a
-    pivot's arguments, event time formats): an incremental run would leave the rows
-    landed before as they were, beside new ones built the new way.
+    touched and duplicates elsewhere (found by review). Likewise when the model ranks a
+    key's rows by another ordering_field or tie_break: the rows kept so far won under the
+    old ranking and those they beat are gone, so a build from scratch would keep others;
+    and a tombstone keeps its key, ordering and partition values only, so under a new
+    ranking it ranked NULL and any older update brought its key back. And when the model
+    builds its rows another way than the table's were built (`built_with`: a pivot's
+    arguments, event time formats), or notes nothing where it did: an incremental run
+    would leave the rows landed before as they were, beside new ones built the new way.
 
-    What a table does not record yet (built before it was recorded, or deletes not
-    remembered until now) is the model's from this commit on.
+    What a table does not record yet (built before it was recorded) is the model's
+    from this commit on.
     """
     stored = table_properties(sql, spec.target)
     wanted = recorded_properties(spec)
@@ -289,23 +319,24 @@ def refuse_recorded_changes(sql: Sql, spec: UpsertSpec) -> None:
             f" but the model says {wanted[KEY_PROPERTY] or 'none'} (unique_key, global_key):"
             " rebuild it with --full-refresh, or set them as the table was built."
         )
-    ranking = stored.get(RANKING_PROPERTY)
-    if spec.keeps_tombstones and ranking is not None and ranking != wanted[RANKING_PROPERTY]:
+    rebuild = f"`dbt build --full-refresh -s {spec.model_name or spec.target.split('.')[-1]}+`"
+    ranking, ranked = stored.get(RANKING_PROPERTY), wanted.get(RANKING_PROPERTY)
+    if ranking is not None and ranked is not None and ranking != ranked:
+        deletes = " (and a remembered delete holds no value of new columns)"
         raise UpsertError(
-            f"{spec.target} remembers deletes ranked by {ranking}, but the model ranks rows"
-            f" by {wanted[RANKING_PROPERTY]} (ordering_field, tie_break): a remembered"
-            " delete holds no value of the new columns, so any older update would bring its"
-            " key back. Rebuild it with --full-refresh, or set them as the table was built."
+            f"{spec.target} keeps the latest row of each key ranked by {ranking}, but the"
+            f" model ranks by {ranked} (ordering_field, tie_break): the rows kept so far"
+            f" won under the old ranking{deletes if spec.keeps_tombstones else ''}, so"
+            " incremental runs would differ from a build from scratch. Rebuild it and what"
+            f" reads it, {rebuild}, or set them back."
         )
-    built = stored.get(BUILT_WITH_PROPERTY)
-    if spec.built_with and built is not None and built != wanted[BUILT_WITH_PROPERTY]:
-        table = spec.target.split(".")[-1]
-        changes = changed_builds(built, wanted[BUILT_WITH_PROPERTY])
+    built, builds = stored.get(BUILT_WITH_PROPERTY), wanted.get(BUILT_WITH_PROPERTY, "")
+    if built is not None and built != builds:
         raise UpsertError(
             f"{spec.target}'s rows were built another way than the model builds them now"
-            f" ({changes}): the rows landed before would stay as they were beside new"
-            " ones. Rebuild it and what reads it,"
-            f" `dbt build --full-refresh -s {table}+`, or set them back."
+            f" ({changed_builds(built, builds)}): the rows landed before would stay as they"
+            f" were beside new ones. Rebuild it and what reads it, {rebuild}, or set them"
+            " back."
         )
     set_table_properties(sql, spec.target, {k: v for k, v in wanted.items() if k not in stored})
 

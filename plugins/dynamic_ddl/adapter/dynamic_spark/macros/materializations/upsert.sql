@@ -101,6 +101,7 @@
 {#-- The model's upsert config, as adapter.upsert_into takes it. --#}
 {% macro dynamic_spark_upsert_options() %}
     {%- set options = {
+        'model_name': model.name,
         'strategy': config.get('incremental_strategy'),
         'partial_updates': config.get('partial_updates'),
         'unique_key': config.get('unique_key'),
