@@ -88,6 +88,17 @@ def test_another_key_than_the_table_was_built_with_is_refused(spark, sql):
         upsert(sql, replace(spec, unique_key=("device",)), batch)
 
 
+def test_a_key_spark_would_redact_is_recorded_and_read_back(spark, sql):
+    """Found by review: `show tblproperties` redacts a value holding `url` or `token`, so a
+    table keyed by `page_url` read its key back as `*********(redacted)`, and every run
+    after the first was refused."""
+    spec = _spec("redacted_key", unique_key=("page_url",), delete_marker=None)
+    for row in ("'/a' as page_url, 1L as log_ts", "'/a' as page_url, 2L as log_ts"):
+        spark.sql(f"select 'd1' as day, {row}").createOrReplaceTempView("urls")
+        upsert(sql, spec, "urls")
+    assert spark.sql(f"select page_url, log_ts from {spec.target}").collect() == [("/a", 2)]
+
+
 def test_a_null_key_is_one_key_and_the_latest_wins(spark, sql):
     """Decided (docs/decisions/0006, "NULL keys"): keys compare null-safely, as the pivot's
     group by does, so rows without a device are one key: the latest row wins, in a batch

@@ -112,16 +112,43 @@ def table_exists(sql: Sql, table: str) -> bool:
     return any(row[1].lower() == name.lower() for row in rows)
 
 
+# `show tblproperties` redacts a property whose name or value matches Spark's redaction
+# patterns (by default: url, secret, password, token, access key, credential), so a
+# unique_key `page_url` or a pivot pinning `avatar_url` read back as REDACTED (found by
+# review). Values are stored as hex, which no such pattern matches.
+ENCODED = "hex:"
+REDACTED = "*********(redacted)"
+
+
+def property_value(value: str) -> str:
+    """A table property's value as set_table_properties stores it (hex, never redacted).
+
+    Example:
+        >>> property_value("avatar_url"), read_property("hex:6f6b")
+        ('hex:6176617461725f75726c', 'ok')
+    """
+    return ENCODED + value.encode().hex()
+
+
+def read_property(value: str) -> str:
+    """A stored property's value: decoded when property_value stored it, else as it is."""
+    return bytes.fromhex(value[len(ENCODED) :]).decode() if value.startswith(ENCODED) else value
+
+
 def table_properties(sql: Sql, table: str) -> dict[str, str]:
-    """A table's properties (`tblproperties`), by name."""
-    return {row[0]: row[1] for row in sql(f"show tblproperties {quoted_table(table)}")}
+    """A table's properties (`tblproperties`), by name, decoded; one Spark redacted (set
+    as plain text before values were encoded) is left out, as if it were not set."""
+    rows = sql(f"show tblproperties {quoted_table(table)}")
+    return {row[0]: read_property(row[1]) for row in rows if row[1] != REDACTED}
 
 
 def set_table_properties(sql: Sql, table: str, properties: dict[str, str]) -> None:
-    """Set `properties` on a table in one statement (none: no statement)."""
+    """Set `properties` on a table in one statement (none: no statement), each value
+    encoded so that Spark never redacts it (property_value)."""
     if properties:
         pairs = ", ".join(
-            f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items()
+            f"{string_literal(k)} = {string_literal(property_value(v))}"
+            for k, v in properties.items()
         )
         sql(f"alter table {quoted_table(table)} set tblproperties ({pairs})")
 

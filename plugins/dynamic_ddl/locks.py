@@ -32,7 +32,16 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from dynamic_ddl import steps
-from dynamic_ddl.catalog import Sql, database_location, drop_table, rename, table_columns
+from dynamic_ddl.catalog import (
+    Sql,
+    database_location,
+    drop_table,
+    property_value,
+    rename,
+    set_table_properties,
+    table_columns,
+    table_properties,
+)
 from dynamic_ddl.sql_text import location_clause, quoted_table, string_literal
 
 LOCK_SUFFIX = "__lock"
@@ -242,25 +251,27 @@ def _create(sql: Sql, lock: str, holder: Holder) -> bool:
 
 
 def _properties(holder: Holder) -> str:
-    # Not "token": Spark redacts properties whose name holds it (spark.redaction.regex).
+    # Not "token": Spark redacts properties whose name holds it (spark.redaction.regex);
+    # values are encoded (catalog.property_value): a host named `curly` would be too.
     values = {
         "holder.host": holder.host,
         "holder.pid": str(holder.pid),
         "holder.run": holder.token,
         "lease.expires_at": repr(holder.expires_at),
     }
-    return ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in values.items())
+    return ", ".join(
+        f"{string_literal(k)} = {string_literal(property_value(v))}" for k, v in values.items()
+    )
 
 
 def read_holder(sql: Sql, lock: str) -> Holder | None:
     """The holder a lock table names; None when there is no such table."""
     try:
-        rows = sql(f"show tblproperties {quoted_table(lock)}")
+        props = table_properties(sql, lock)
     except Exception as error:
         if "NOT_FOUND" in str(error).upper() or "NOT FOUND" in str(error).upper():
             return None
         raise
-    props = {row[0]: row[1] for row in rows}
     if "holder.run" not in props:
         return Holder("", 0, "", 0.0)  # no holder named: an expired lease
     return Holder(
@@ -328,10 +339,7 @@ def renew(sql: Sql, table: str, holder: Holder, lease_seconds: float, where: str
     lock = lock_table(table)
     _refuse_unless_held(sql, lock, holder, where)
     renewed = Holder(holder.host, holder.pid, holder.token, time.time() + lease_seconds)
-    sql(
-        f"alter table {quoted_table(lock)} set tblproperties ("
-        f"'lease.expires_at' = {string_literal(repr(renewed.expires_at))})"
-    )
+    set_table_properties(sql, lock, {"lease.expires_at": repr(renewed.expires_at)})
     # Read again: a run that took the lock over between the read and the alter got its
     # lease extended, not ours (found by review: both ran on).
     _refuse_unless_held(sql, lock, holder, where)

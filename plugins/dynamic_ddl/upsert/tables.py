@@ -241,12 +241,12 @@ def recorded_build(built_with: str) -> str:
 
 def build_note(macro: str, settings: dict[str, Any], ordered: set[str]) -> str:
     """One note of how a model builds rows, as UpsertSpec.built_with holds it: `macro`
-    and its settings, those unset (None, empty) left out, so that a setting a macro
-    gains later changes no table's note; lists sorted but those named `ordered`, so
-    that only an order that matters counts.
+    and its settings, those None left out (so that a setting a macro gains later, None
+    by default, changes no table's note), lists sorted but those named `ordered` (so
+    that only an order that matters counts).
 
     Example:
-        >>> build_note("pivot", {"pin": ["b", "a"], "latest_by": ["y", "x"], "deny": []},
+        >>> build_note("pivot", {"pin": ["b", "a"], "latest_by": ["y", "x"], "allow": None},
         ...            {"latest_by"})
         '{"latest_by": ["y", "x"], "macro": "pivot", "pin": ["a", "b"]}'
     """
@@ -256,7 +256,7 @@ def build_note(macro: str, settings: dict[str, Any], ordered: set[str]) -> str:
 
     noted: dict[str, Any] = {"macro": macro}
     for name, value in settings.items():
-        if value is None or value == [] or value == {} or value == "":
+        if value is None:
             continue
         if isinstance(value, (list, tuple)) and name not in ordered:
             value = sorted(plain(list(value)), key=lambda v: json.dumps(v, sort_keys=True))
