@@ -70,12 +70,16 @@
     {#- What shapes the rows, for an upsert model's table to record: a run that pivots
         another way is refused, naming --full-refresh (rows pivoted before would stay). -#}
     {%- if execute and model is defined and model.get('resource_type') == 'model' -%}
-        {#- None is "unset" only where it means so: `allow` and `keys` none and [] differ. -#}
+        {#- None is "unset" only where it means so: `allow` and `keys` none and [] differ,
+            and a `prefix` none builds other names than ''. The order of `keys` counts
+            only past the cap (pivot_plan admits them in order). -#}
+        {%- set keys_ordered = keys is not none and keys | length > max_columns -%}
         {%- do adapter.note_rows_built_with(this, 'pivot_key_values', {
             'group_by': group_by, 'key_column': key_column, 'value_column': value_column,
-            'carry': carry or [], 'keys': keys, 'types': types or {}, 'prefix': prefix or '',
+            'carry': carry or [], 'keys': keys, 'types': types or {}, 'prefix': prefix,
             'max_columns': max_columns, 'allow': allow, 'deny': deny or [], 'pin': pin or [],
-            'latest_by': latest_by or []}, ordered=['latest_by', 'keys']) -%}
+            'latest_by': latest_by or []},
+            ordered=['latest_by'] + (['keys'] if keys_ordered else [])) -%}
     {%- endif -%}
     {{ return(adapter.dispatch('pivot_key_values', 'dynamic_ddl')(
         relation, group_by, key_column, value_column, where, carry, keys, types,

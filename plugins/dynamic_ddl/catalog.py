@@ -115,7 +115,7 @@ def table_exists(sql: Sql, table: str) -> bool:
 # `show tblproperties` redacts a property whose name or value matches Spark's redaction
 # patterns (by default: url, secret, password, token, access key, credential), so a
 # unique_key `page_url` or a pivot pinning `avatar_url` read back as REDACTED (found by
-# review). Values are stored as hex, which no such pattern matches.
+# review). Values are stored as hex, which no default pattern matches.
 ENCODED = "hex:"
 REDACTED = "*********(redacted)"
 
@@ -124,22 +124,49 @@ def property_value(value: str) -> str:
     """A table property's value as set_table_properties stores it (hex, never redacted).
 
     Example:
-        >>> property_value("avatar_url"), read_property("hex:6f6b")
-        ('hex:6176617461725f75726c', 'ok')
+        >>> property_value("avatar_url"), read_property("hex:6f6b"), read_property("hex:x")
+        ('hex:6176617461725f75726c', 'ok', 'hex:x')
     """
     return ENCODED + value.encode().hex()
 
 
 def read_property(value: str) -> str:
-    """A stored property's value: decoded when property_value stored it, else as it is."""
-    return bytes.fromhex(value[len(ENCODED) :]).decode() if value.startswith(ENCODED) else value
+    """A stored property's value: decoded when property_value stored it, else as it is
+    (a value set otherwise may start with `hex:` too)."""
+    if value.startswith(ENCODED):
+        try:
+            return bytes.fromhex(value[len(ENCODED) :]).decode()
+        except ValueError:  # UnicodeDecodeError is one
+            pass
+    return value
 
 
 def table_properties(sql: Sql, table: str) -> dict[str, str]:
-    """A table's properties (`tblproperties`), by name, decoded; one Spark redacted (set
-    as plain text before values were encoded) is left out, as if it were not set."""
+    """A table's properties (`tblproperties`), by name, decoded; one Spark redacted reads
+    REDACTED (see recorded_properties)."""
     rows = sql(f"show tblproperties {quoted_table(table)}")
-    return {row[0]: read_property(row[1]) for row in rows if row[1] != REDACTED}
+    return {row[0]: read_property(row[1]) for row in rows}
+
+
+def recorded_properties(sql: Sql, table: str, names: Sequence[str]) -> dict[str, str]:
+    """Those of `names` the table records, decoded. RuntimeError naming the fix when
+    Spark redacted one, rather than taking it for unset: a lock would look free, and a
+    table's recorded key unrecorded (review).
+    """
+    properties = table_properties(sql, table)
+    redacted = [name for name in names if properties.get(name) == REDACTED]
+    if redacted:
+        listed = ", ".join(string_literal(name) for name in redacted)
+        raise RuntimeError(
+            f"{table}: Spark redacts its table properties {listed} when it reads them"
+            " back (spark.redaction.regex or spark.sql.redaction.options.regex match"
+            " them), so they cannot be checked. Values stored now never match Spark's"
+            " default patterns: for one stored before as plain text, run"
+            f" `alter table {quoted_table(table)} unset tblproperties ({listed})` and the"
+            " next run records it anew; with patterns of your own, let them leave"
+            " `hex:` values alone."
+        )
+    return {name: properties[name] for name in names if name in properties}
 
 
 def set_table_properties(sql: Sql, table: str, properties: dict[str, str]) -> None:

@@ -37,10 +37,10 @@ from dynamic_ddl.catalog import (
     database_location,
     drop_table,
     property_value,
+    recorded_properties,
     rename,
     set_table_properties,
     table_columns,
-    table_properties,
 )
 from dynamic_ddl.sql_text import location_clause, quoted_table, string_literal
 
@@ -250,6 +250,10 @@ def _create(sql: Sql, lock: str, holder: Holder) -> bool:
     return True
 
 
+# The properties naming a lock's holder (_properties).
+HOLDER_PROPERTIES = ("holder.host", "holder.pid", "holder.run", "lease.expires_at")
+
+
 def _properties(holder: Holder) -> str:
     # Not "token": Spark redacts properties whose name holds it (spark.redaction.regex);
     # values are encoded (catalog.property_value): a host named `curly` would be too.
@@ -267,7 +271,7 @@ def _properties(holder: Holder) -> str:
 def read_holder(sql: Sql, lock: str) -> Holder | None:
     """The holder a lock table names; None when there is no such table."""
     try:
-        props = table_properties(sql, lock)
+        props = recorded_properties(sql, lock, HOLDER_PROPERTIES)
     except Exception as error:
         if "NOT_FOUND" in str(error).upper() or "NOT FOUND" in str(error).upper():
             return None

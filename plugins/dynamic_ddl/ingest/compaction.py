@@ -62,13 +62,13 @@ from dynamic_ddl.catalog import (
     job_folders,
     local_path,
     read_settled,
+    recorded_properties,
     recover_swap,
     set_table_properties,
     swap_in,
     table_columns,
     table_exists,
     table_location,
-    table_properties,
 )
 from dynamic_ddl.ingest.bookkeeping import BookkeepingTables
 from dynamic_ddl.ingest.raw_rows import BATCH_ID_COLUMN, EVENT_DATE_COLUMN, SLOT_COLUMN
@@ -575,7 +575,7 @@ def _remove_retired_root(sql: Sql, table: str) -> None:
 
 def _retired_root(sql: Sql, table: str) -> str | None:
     """The folder a layout migration moved `table` away from, if not removed yet."""
-    return table_properties(sql, table).get(RETIRED_ROOT)
+    return recorded_properties(sql, table, [RETIRED_ROOT]).get(RETIRED_ROOT)
 
 
 def _next_root(location: str) -> str:

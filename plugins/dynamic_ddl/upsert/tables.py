@@ -16,11 +16,12 @@ from dynamic_ddl.catalog import (
     Sql,
     described,
     drop_table,
+    property_value,
+    recorded_properties,
     set_table_properties,
     table_columns,
     table_exists,
     table_location,
-    table_properties,
 )
 from dynamic_ddl.sql_text import location_clause, quoted_identifier
 from dynamic_ddl.upsert.commit_log import drop_log, log_ddl
@@ -176,7 +177,7 @@ def create_tables(
     location = f"{table_location(sql, spec.versions)}/{EMPTY}"
     steps.reached("upsert.create_target")
     sql(create_sql(spec.target, data + LINEAGE, partition_columns, location))
-    set_table_properties(sql, spec.target, recorded_properties(spec))
+    set_table_properties(sql, spec.target, wanted_properties(spec))
 
 
 # The table property naming what a table's rows are unique by (key_signature).
@@ -211,7 +212,7 @@ def ranking_signature(spec: UpsertSpec) -> str:
     return ",".join(c.lower() for c in spec.ranking_columns)
 
 
-def recorded_properties(spec: UpsertSpec) -> dict[str, str]:
+def wanted_properties(spec: UpsertSpec) -> dict[str, str]:
     """The table properties a commit of `spec` records: its key, its ranking (none with
     `replace_partitions`), and how its model built the rows (`built_with`)."""
     recorded = {KEY_PROPERTY: key_signature(spec)}
@@ -222,8 +223,8 @@ def recorded_properties(spec: UpsertSpec) -> dict[str, str]:
     return recorded
 
 
-# A metastore keeps a table property's value in up to 4,000 characters (as Spark splits
-# a schema's JSON): longer notes are recorded by their digest.
+# A metastore may keep a table property's value in up to 4,000 characters (as Spark
+# splits a schema's JSON): notes longer than that stored (hex) are recorded by digest.
 LONGEST_RECORDED = 3_900
 
 
@@ -234,7 +235,7 @@ def recorded_build(built_with: str) -> str:
         >>> recorded_build('[{"max_columns": 2}]'), recorded_build("x" * 4000)[:7]
         ('[{"max_columns": 2}]', 'sha256:')
     """
-    if len(built_with) <= LONGEST_RECORDED:
+    if len(property_value(built_with)) <= LONGEST_RECORDED:  # as stored: hex
         return built_with
     return "sha256:" + hashlib.sha256(built_with.encode()).hexdigest()
 
@@ -310,8 +311,8 @@ def refuse_recorded_changes(sql: Sql, spec: UpsertSpec) -> None:
     What a table does not record yet (built before it was recorded) is the model's
     from this commit on.
     """
-    stored = table_properties(sql, spec.target)
-    wanted = recorded_properties(spec)
+    stored = recorded_properties(sql, spec.target, RECORDED_PROPERTIES)
+    wanted = wanted_properties(spec)
     key = stored.get(KEY_PROPERTY)
     if key is not None and key != wanted[KEY_PROPERTY]:
         raise UpsertError(
@@ -345,8 +346,7 @@ def carry_recorded(sql: Sql, table: str, new: str) -> None:
     """Give `new`, a definition about to replace `table` (a repartition's), what `table`
     records of its key, ranking and build (found by review: without it, the next run took the
     model's key, whatever it had become)."""
-    stored = table_properties(sql, table)
-    set_table_properties(sql, new, {k: v for k, v in stored.items() if k in RECORDED_PROPERTIES})
+    set_table_properties(sql, new, recorded_properties(sql, table, RECORDED_PROPERTIES))
 
 
 def add_missing_columns(sql: Sql, table: str, columns: list[tuple[str, str]]) -> None:
