@@ -169,15 +169,25 @@ def recorded_properties(sql: Sql, table: str, names: Sequence[str]) -> dict[str,
     return {name: properties[name] for name in names if name in properties}
 
 
+def properties_clause(properties: dict[str, str]) -> str:
+    """`'name' = 'value', ...` for TBLPROPERTIES, each value encoded so that Spark never
+    redacts it (property_value).
+
+    Example:
+        >>> properties_clause({"a": "ok"})
+        "'a' = 'hex:6f6b'"
+    """
+    return ", ".join(
+        f"{string_literal(k)} = {string_literal(property_value(v))}" for k, v in properties.items()
+    )
+
+
 def set_table_properties(sql: Sql, table: str, properties: dict[str, str]) -> None:
-    """Set `properties` on a table in one statement (none: no statement), each value
-    encoded so that Spark never redacts it (property_value)."""
+    """Set `properties` on a table in one statement (none: no statement)."""
     if properties:
-        pairs = ", ".join(
-            f"{string_literal(k)} = {string_literal(property_value(v))}"
-            for k, v in properties.items()
+        sql(
+            f"alter table {quoted_table(table)} set tblproperties ({properties_clause(properties)})"
         )
-        sql(f"alter table {quoted_table(table)} set tblproperties ({pairs})")
 
 
 def table_columns(sql: Sql, table: str) -> list[tuple[str, str]]:

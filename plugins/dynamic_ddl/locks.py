@@ -36,7 +36,7 @@ from dynamic_ddl.catalog import (
     Sql,
     database_location,
     drop_table,
-    property_value,
+    properties_clause,
     recorded_properties,
     rename,
     set_table_properties,
@@ -257,15 +257,8 @@ HOLDER_PROPERTIES = ("holder.host", "holder.pid", "holder.run", "lease.expires_a
 def _properties(holder: Holder) -> str:
     # Not "token": Spark redacts properties whose name holds it (spark.redaction.regex);
     # values are encoded (catalog.property_value): a host named `curly` would be too.
-    values = {
-        "holder.host": holder.host,
-        "holder.pid": str(holder.pid),
-        "holder.run": holder.token,
-        "lease.expires_at": repr(holder.expires_at),
-    }
-    return ", ".join(
-        f"{string_literal(k)} = {string_literal(property_value(v))}" for k, v in values.items()
-    )
+    values = (holder.host, str(holder.pid), holder.token, repr(holder.expires_at))
+    return properties_clause(dict(zip(HOLDER_PROPERTIES, values, strict=True)))
 
 
 def read_holder(sql: Sql, lock: str) -> Holder | None:

@@ -234,9 +234,8 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.protocol import UpsertError, upsert
         from dynamic_ddl.upsert.tables import built_with
 
-        invocation, notes = _ROWS_BUILT_WITH.pop(_table_name(target), ("", set()))
-        if invocation != get_invocation_id():  # an earlier command's, in this process
-            notes = set()
+        notes = _notes_of_this_command(_table_name(target))
+        _ROWS_BUILT_WITH.pop(_table_name(target), None)
         spec = replace(upsert_spec(target, options), built_with=built_with(notes))
         recomputed = _RECOMPUTED_DAYS.pop(_table_name(target), ())
         try:
@@ -263,11 +262,9 @@ class DynamicSparkAdapter(SparkAdapter):
         from dynamic_ddl.upsert.tables import build_note
 
         if this is not None and getattr(this, "identifier", None):
-            table, invocation = _table_name(this), get_invocation_id()
-            noted_in, notes = _ROWS_BUILT_WITH.get(table, ("", set()))
-            if noted_in != invocation:  # an earlier command's, never committed: not this one's
-                notes = set()
-                _ROWS_BUILT_WITH[table] = (invocation, notes)
+            table = _table_name(this)
+            notes = _notes_of_this_command(table)
+            _ROWS_BUILT_WITH[table] = (get_invocation_id(), notes)
             notes.add(build_note(what, settings, set(ordered or ())))
         return ""
 
@@ -799,6 +796,13 @@ _RECOMPUTED_DAYS: dict[str, tuple[str, list[Any]]] = {}
 # model builds rows (note_rows_built_with), taken by its upsert commit, which runs right
 # after in this process.
 _ROWS_BUILT_WITH: dict[str, tuple[str, set[str]]] = {}
+
+
+def _notes_of_this_command(table: str) -> set[str]:
+    """The notes `table`'s model made in this dbt command: an earlier command's in this
+    process (a `dbt compile`, a run that failed before its commit) are not its own."""
+    invocation, notes = _ROWS_BUILT_WITH.get(table, ("", set()))
+    return notes if invocation == get_invocation_id() else set()
 
 
 def _day_paths(spec: Any, recomputed: tuple) -> list[str]:
